@@ -1,0 +1,158 @@
+// Command gatehouse is the Gatehouse protocol gateway.
+//
+//	gatehouse serve [--config FILE] [--boundary-addr ADDR] [--admin-addr ADDR]
+//	gatehouse validate --config FILE
+//	gatehouse version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/server"
+	"github.com/gatehouse-dev/gatehouse/observability"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `usage:
+  gatehouse serve [--config FILE] [--boundary-addr ADDR] [--admin-addr ADDR]
+  gatehouse validate --config FILE
+  gatehouse version
+`
+
+// run is main without the process exit, so tests can drive it.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:], stderr)
+	case "validate":
+		return validate(args[1:], stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "gatehouse", buildVersion())
+		return 0
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "gatehouse: unknown command %q\n%s", args[0], usage)
+		return 2
+	}
+}
+
+func buildVersion() string {
+	if version != "dev" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return version
+}
+
+func validate(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String("config", "", "configuration file to check")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *file == "" {
+		fmt.Fprintln(stderr, "gatehouse validate: --config is required")
+		return 2
+	}
+	if _, err := server.Load(*file); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s: ok\n", *file)
+	return 0
+}
+
+func serve(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String("config", "", "configuration file (default: the embedded configuration)")
+	boundary := fs.String("boundary-addr", "", "boundary listener address, overriding server.boundary.addr")
+	admin := fs.String("admin-addr", "", "admin listener address, overriding server.admin.addr")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := loadConfig(*file)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	overrides := server.ListenOverrides{BoundaryAddr: *boundary, AdminAddr: *admin}
+	overrides.Apply(cfg)
+
+	level := new(slog.LevelVar)
+	logger, err := observability.NewLogger(cfg.Log, stderr, level)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	srv, err := server.New(cfg, server.Options{Logger: logger, LogLevel: level, Overrides: overrides})
+	if err != nil {
+		logger.Error("starting", "err", err)
+		return 1
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if *file != "" {
+		srv.MarkLoaded(*file)
+		go reloadOnHangup(ctx, srv, *file)
+		if cfg.WatchEnabled() {
+			go func() {
+				if err := srv.Watch(ctx, *file); err != nil {
+					logger.Warn("not watching the configuration file", "err", err)
+				}
+			}()
+		}
+	}
+	if err := srv.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		logger.Error("server stopped with an error", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func loadConfig(file string) (*server.Config, error) {
+	if file == "" {
+		return server.Default()
+	}
+	return server.Load(file)
+}
+
+// reloadOnHangup reloads the configuration file on every SIGHUP.
+func reloadOnHangup(ctx context.Context, srv *server.Server, file string) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			_ = srv.ReloadFile(file)
+		}
+	}
+}

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binary is the gatehouse binary built once for the tests that run it as a process.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gatehouse-cmd-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "gatehouse")
+	build := exec.Command("go", "build", "-race", "-o", binary, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building gatehouse:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func TestRunCommands(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	_ = os.WriteFile(good, []byte("routing: {demo: {}}\n"), 0o600)
+	_ = os.WriteFile(bad, []byte("server:\n  boundary:\n    adr: x\nlog: {level: loud}\n"), 0o600)
+	tests := []struct {
+		args   []string
+		code   int
+		stdout string
+		stderr []string
+	}{
+		{[]string{"version"}, 0, "gatehouse ", nil},
+		{[]string{"help"}, 0, "usage:", nil},
+		{nil, 2, "", []string{"usage:"}},
+		{[]string{"frobnicate"}, 2, "", []string{`unknown command "frobnicate"`}},
+		{[]string{"validate"}, 2, "", []string{"--config is required"}},
+		{[]string{"validate", "--config", good}, 0, "good.yaml: ok", nil},
+		{[]string{"validate", "--config", bad}, 1, "", []string{bad + ":3:5:", `unknown key "adr"`, bad + ":4:14:"}},
+		{[]string{"validate", "--config", filepath.Join(dir, "missing.yaml")}, 1, "", []string{"missing.yaml"}},
+		{[]string{"serve", "--config", bad}, 1, "", []string{bad + ":3:5:"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tt.args, &stdout, &stderr)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d; stderr %s", code, tt.code, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tt.stdout) {
+				t.Errorf("stdout %q lacks %q", stdout.String(), tt.stdout)
+			}
+			for _, w := range tt.stderr {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr %q lacks %q", stderr.String(), w)
+				}
+			}
+		})
+	}
+}
+
+// process is a gatehouse serve process started by a test.
+type process struct {
+	cmd    *exec.Cmd
+	rpc    string
+	admin  string
+	stderr *lockedBuffer
+	exited chan error
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().String()
+}
+
+func startProcess(t *testing.T, configFile string) *process {
+	t.Helper()
+	boundary, admin := freeAddr(t), freeAddr(t)
+	p := &process{
+		cmd:    exec.Command(binary, "serve", "--config", configFile, "--boundary-addr", boundary, "--admin-addr", admin),
+		rpc:    "http://" + boundary + "/rpc",
+		admin:  "http://" + admin,
+		stderr: &lockedBuffer{},
+		exited: make(chan error, 1),
+	}
+	p.cmd.Stderr = p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() {
+			t.Logf("gatehouse stderr:\n%s", p.stderr.String())
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(p.admin + "/readyz"); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return p
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("gatehouse did not become ready:\n%s", p.stderr.String())
+	return nil
+}
+
+func (p *process) call(body string) (string, error) {
+	resp, err := http.Post(p.rpc, "application/json", strings.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return string(b), fmt.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+	return string(b), err
+}
+
+func (p *process) waitExit(t *testing.T, within time.Duration) {
+	t.Helper()
+	select {
+	case err := <-p.exited:
+		p.exited <- err // for the cleanup
+		if err != nil {
+			t.Fatalf("gatehouse exited with %v", err)
+		}
+	case <-time.After(within):
+		t.Fatalf("gatehouse still running %v after SIGTERM", within)
+	}
+}
+
+func TestServeSIGTERMUnderLoad(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "gatehouse.yaml")
+	_ = os.WriteFile(cfg, []byte("auth: {anonymous: {}}\nrouting: {demo: {delay: 1s}}\nserver: {shutdown_grace: 10s}\n"), 0o600)
+	p := startProcess(t, cfg)
+	const calls = 24
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	var firstErr atomic.Value
+	for i := range calls {
+		wg.Go(func() {
+			out, err := p.call(fmt.Sprintf(`{"jsonrpc":"2.0","method":"subtract","params":[%d,1],"id":%d}`, i+1, i))
+			if err == nil && !strings.Contains(out, fmt.Sprintf(`"result":%d,`, i)) {
+				err = fmt.Errorf("wrong answer %s", out)
+			}
+			if err != nil {
+				failed.Add(1)
+				firstErr.CompareAndSwap(nil, err)
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond) // every call is now inside its 1 s of backend latency
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		t.Fatalf("%d of %d in-flight calls failed across SIGTERM; first: %v", n, calls, firstErr.Load())
+	}
+	p.waitExit(t, 10*time.Second)
+	if !strings.Contains(p.stderr.String(), `"msg":"stopped"`) {
+		t.Errorf("no clean stop logged")
+	}
+}
+
+func TestServeSIGHUPReloadsUnderLoad(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "gatehouse.yaml")
+	write := func(maxBatch int) {
+		body := fmt.Sprintf("auth: {anonymous: {}}\nrouting: {demo: {}}\nbatch: {max_size: %d}\nserver: {watch_config: false}\n", maxBatch)
+		if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(2)
+	p := startProcess(t, cfg)
+	three := `[{"jsonrpc":"2.0","method":"get_data","id":1},{"jsonrpc":"2.0","method":"get_data","id":2},{"jsonrpc":"2.0","method":"get_data","id":3}]`
+	if out, _ := p.call(three); !strings.Contains(out, "max_batch_size") {
+		t.Fatalf("max_size 2 not in force: %s", out)
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var ok, failed atomic.Int64
+	for range 4 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if out, err := p.call(`{"jsonrpc":"2.0","method":"subtract","params":[3,1],"id":1}`); err != nil || !strings.Contains(out, `"result":2,`) {
+					failed.Add(1)
+				} else {
+					ok.Add(1)
+				}
+			}
+		})
+	}
+	for i := range 10 {
+		write(3 + i%2)
+		_ = p.cmd.Process.Signal(syscall.SIGHUP)
+		time.Sleep(30 * time.Millisecond)
+	}
+	write(3)
+	_ = p.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, func() bool { out, _ := p.call(three); return strings.HasPrefix(out, "[") })
+
+	// An invalid file is refused; the last good configuration keeps serving.
+	_ = os.WriteFile(cfg, []byte("batch: {max_size: nope}\n"), 0o600)
+	_ = p.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, func() bool { return strings.Contains(p.stderr.String(), "reload refused") })
+	if out, _ := p.call(three); !strings.HasPrefix(out, "[") {
+		t.Fatalf("after a refused reload: %s", out)
+	}
+	stop()
+	wg.Wait()
+	if failed.Load() > 0 {
+		t.Fatalf("%d of %d calls failed during reloads", failed.Load(), failed.Load()+ok.Load())
+	}
+	t.Logf("%d calls during 11 reloads, none failed", ok.Load())
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,11 @@
+// Package configs holds Gatehouse's YAML configurations: the embedded default that
+// `gatehouse serve` uses when no file is given, and the examples under examples/.
+package configs
+
+import _ "embed"
+
+// Default is the embedded default configuration (configs/gatehouse.yaml): loopback
+// listeners, anonymous access from loopback, and the built-in demo methods.
+//
+//go:embed gatehouse.yaml
+var Default []byte

@@ -1,0 +1,102 @@
+package gateway
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
+)
+
+// TrustZone is the trust zone of the listener a call arrived on.
+type TrustZone uint8
+
+// Trust zones, from least to most trusted.
+const (
+	ZoneExternal TrustZone = iota // the boundary listener
+	ZoneInternal                  // the internal gRPC listener
+	ZoneOperator                  // the admin listener
+	ZoneLocal                     // stdio, a process on the same host
+)
+
+var zoneNames = [...]string{"external", "internal", "operator", "local"}
+
+// String returns the zone's configuration name.
+func (z TrustZone) String() string {
+	if int(z) < len(zoneNames) {
+		return zoneNames[z]
+	}
+	return "unknown"
+}
+
+// Protocol is the ingress protocol a call arrived over.
+type Protocol uint8
+
+// Ingress protocols.
+const (
+	ProtocolHTTP Protocol = iota
+	ProtocolWebSocket
+	ProtocolGRPC
+	ProtocolMCP
+	ProtocolStdio
+)
+
+var protocolNames = [...]string{"http", "websocket", "grpc", "mcp", "stdio"}
+
+// String returns the protocol's name as used in logs and metric labels.
+func (p Protocol) String() string {
+	if int(p) < len(protocolNames) {
+		return protocolNames[p]
+	}
+	return "unknown"
+}
+
+// Principal is the authenticated caller of a call.
+type Principal struct {
+	// Subject identifies the caller (a JWT subject, an API key's name, "anonymous").
+	Subject string
+	// Scopes are the scopes the caller holds.
+	Scopes []string
+	// Tier names the caller's client tier; limits such as the batch size are chosen by tier.
+	Tier string
+	// Anonymous is true when no credential was presented and anonymous access was allowed.
+	Anonymous bool
+}
+
+// Credentials are what a face extracted from the transport before decoding any payload.
+type Credentials struct {
+	// Bearer is the bearer token, without the "Bearer " prefix; empty when absent.
+	Bearer string
+	// APIKey is an API key presented by a machine client; empty when absent.
+	APIKey string
+	// Remote is the peer's address.
+	Remote netip.AddrPort
+	// Zone is the trust zone of the listener.
+	Zone TrustZone
+}
+
+// Call is one JSON-RPC request on its way through the pipeline, whatever face it came from.
+// A Call is owned by one goroutine at a time; middlewares may set fields before calling next.
+type Call struct {
+	// Method is the JSON-RPC method name.
+	Method string
+	// Params is the raw JSON of params (an object or an array) with the gateway's reserved
+	// members removed; nil when the request had none.
+	Params []byte
+	// ID is the request id; the zero ID marks a notification.
+	ID jsonrpc.ID
+	// Principal is the authenticated caller.
+	Principal Principal
+	// Deadline is the absolute deadline of the call; the zero time means none was resolved yet.
+	Deadline time.Time
+	// TraceID is the W3C trace id (32 lowercase hex digits) the call is recorded under.
+	TraceID string
+	// Zone is the trust zone of the listener the call arrived on.
+	Zone TrustZone
+	// Protocol is the ingress protocol.
+	Protocol Protocol
+	// Target is the backend the routing stage chose; nil before routing.
+	Target Target
+}
+
+// IsNotification reports whether the call expects no response.
+func (c *Call) IsNotification() bool { return c.ID.IsZero() }

@@ -1,0 +1,46 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+// adminHandler returns the handler of the operator listener.
+func (s *Server) adminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSONStatus(w, http.StatusOK, map[string]any{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.handleReady)
+	return mux
+}
+
+// handleReady answers 200 once the server serves with every target ready, and 503 while
+// starting, draining, or with a target not ready (named in the body).
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case s.draining.Load():
+		writeJSONStatus(w, http.StatusServiceUnavailable, map[string]any{"status": "draining"})
+		return
+	case !s.serving.Load():
+		writeJSONStatus(w, http.StatusServiceUnavailable, map[string]any{"status": "starting"})
+		return
+	}
+	rt := s.acquire()
+	defer rt.release()
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if problems := rt.ready(ctx); len(problems) > 0 {
+		writeJSONStatus(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "targets": problems})
+		return
+	}
+	writeJSONStatus(w, http.StatusOK, map[string]any{"status": "ready"})
+}
+
+func writeJSONStatus(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,156 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// The end-to-end benchmarks measure calls through a real loopback HTTP/1.1 connection. The
+// baseline is a minimal net/http handler doing the same JSON work (decode the request,
+// subtract, encode the response) without strictness, limits, pipeline or routing: the
+// physical ceiling of an HTTP/1.1 JSON front on this machine. The figure of interest is
+// baseline ns/op ÷ gateway ns/op (the gateway's calls/s as a fraction of the ceiling).
+
+const subtractBody = `{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}`
+
+func BenchmarkEndToEnd(b *testing.B) {
+	b.Run("gateway", func(b *testing.B) {
+		url := benchGateway(b)
+		benchPost(b, url, subtractBody, `"result":19`)
+	})
+	b.Run("nethttp", func(b *testing.B) {
+		url := benchBaseline(b)
+		benchPost(b, url, subtractBody, `"result":19`)
+	})
+}
+
+// BenchmarkBatch compares one batch of 10 calls with 10 single calls (one op = 10 calls).
+func BenchmarkBatch(b *testing.B) {
+	url := benchGateway(b)
+	parts := make([]string, 10)
+	for i := range parts {
+		parts[i] = fmt.Sprintf(`{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":%d}`, i)
+	}
+	b.Run("batch10", func(b *testing.B) {
+		benchPost(b, url, "["+strings.Join(parts, ",")+"]", `"result":19`)
+	})
+	b.Run("single10", func(b *testing.B) {
+		client := benchClient()
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				for _, p := range parts {
+					if err := post(client, url, p, `"result":19`); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}
+		})
+	})
+}
+
+func benchGateway(b *testing.B) string {
+	b.Helper()
+	cfg, err := Parse("bench.yaml", []byte(`
+server: {boundary: {addr: "127.0.0.1:0"}, admin: {addr: "127.0.0.1:0"}}
+auth: {anonymous: {}}
+routing: {demo: {}}
+log: {level: error}
+`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	b.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Error(err)
+		}
+	})
+	return "http://" + srv.BoundaryAddr().String() + "/rpc"
+}
+
+// benchBaseline starts the minimal net/http JSON-RPC handler.
+func benchBaseline(b *testing.B) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			JSONRPC string          `json:"jsonrpc"`
+			Method  string          `json:"method"`
+			Params  []float64       `json:"params"`
+			ID      json.RawMessage `json:"id"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Params) != 2 {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		out, _ := json.Marshal(struct {
+			JSONRPC string          `json:"jsonrpc"`
+			Result  float64         `json:"result"`
+			ID      json.RawMessage `json:"id"`
+		}{"2.0", req.Params[0] - req.Params[1], req.ID})
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(out)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	b.Cleanup(func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String() + "/rpc"
+}
+
+func benchClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}}
+}
+
+func benchPost(b *testing.B, url, body, want string) {
+	b.Helper()
+	client := benchClient()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := post(client, url, body, want); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+var errUnexpected = errors.New("unexpected response")
+
+func post(client *http.Client, url, body, want string) error {
+	resp, err := client.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	out, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	if !bytes.Contains(out, []byte(want)) {
+		return fmt.Errorf("%w: %s", errUnexpected, out)
+	}
+	return nil
+}

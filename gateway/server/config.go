@@ -1,0 +1,262 @@
+package server
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/auth"
+	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
+	"github.com/gatehouse-dev/gatehouse/configs"
+	"github.com/gatehouse-dev/gatehouse/gateway/config"
+	"github.com/gatehouse-dev/gatehouse/observability"
+	"github.com/gatehouse-dev/gatehouse/resilience"
+	"github.com/gatehouse-dev/gatehouse/routing"
+	"github.com/gatehouse-dev/gatehouse/schemas"
+)
+
+// Config is the whole configuration file. Each section is the config struct of the module
+// that owns it; sections the server owns (listeners, the JSON-RPC boundary) are defined here.
+type Config struct {
+	Server    ServerConfig              `yaml:"server" json:"server"`
+	JSONRPC   JSONRPCConfig             `yaml:"jsonrpc" json:"jsonrpc"`
+	Batch     BatchConfig               `yaml:"batch" json:"batch"`
+	WebSocket *WebSocketConfig          `yaml:"websocket" json:"websocket,omitempty"`
+	Deadline  resilience.DeadlineConfig `yaml:"deadline" json:"deadline"`
+	Auth      auth.Config               `yaml:"auth" json:"auth"`
+	Routing   routing.Config            `yaml:"routing" json:"routing"`
+	Log       observability.LogConfig   `yaml:"log" json:"log"`
+
+	// file is where the configuration was read from ("" for the embedded default).
+	file string
+}
+
+// ServerConfig is the server section: listeners and process lifecycle. Listener settings
+// are read at start; a reload that changes them is logged and takes effect on restart.
+type ServerConfig struct {
+	Boundary BoundaryConfig `yaml:"boundary" json:"boundary"`
+	Admin    AdminConfig    `yaml:"admin" json:"admin"`
+	// ShutdownGrace bounds how long in-flight calls may take to finish after SIGTERM.
+	ShutdownGrace time.Duration `yaml:"shutdown_grace" json:"shutdown_grace,omitempty"`
+	// WatchConfig reloads the configuration when its file changes (default true).
+	WatchConfig *bool `yaml:"watch_config" json:"watch_config,omitempty"`
+}
+
+// BoundaryConfig is the external JSON-RPC listener.
+type BoundaryConfig struct {
+	Addr              string        `yaml:"addr" json:"addr,omitempty"`
+	MaxConnections    int           `yaml:"max_connections" json:"max_connections,omitempty"`
+	MaxHeaderBytes    int           `yaml:"max_header_bytes" json:"max_header_bytes,omitempty"`
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout" json:"read_header_timeout,omitempty"`
+	ReadTimeout       time.Duration `yaml:"read_timeout" json:"read_timeout,omitempty"`
+	// WriteTimeout is how long writing a response may take once the call's deadline passed.
+	WriteTimeout time.Duration `yaml:"write_timeout" json:"write_timeout,omitempty"`
+	IdleTimeout  time.Duration `yaml:"idle_timeout" json:"idle_timeout,omitempty"`
+}
+
+// AdminConfig is the operator listener (/healthz, /readyz).
+type AdminConfig struct {
+	Addr string `yaml:"addr" json:"addr,omitempty"`
+}
+
+// JSONRPCConfig bounds what the JSON-RPC decoder accepts, on every face.
+type JSONRPCConfig struct {
+	MaxBodyBytes   int64 `yaml:"max_body_bytes" json:"max_body_bytes,omitempty"`
+	MaxDepth       int   `yaml:"max_depth" json:"max_depth,omitempty"`
+	MaxStringBytes int   `yaml:"max_string_bytes" json:"max_string_bytes,omitempty"`
+}
+
+// BatchConfig governs JSON-RPC batches.
+type BatchConfig struct {
+	// MaxSize is the most members a batch may have, for callers of a tier not in Tiers.
+	MaxSize int `yaml:"max_size" json:"max_size,omitempty"`
+	// Tiers overrides MaxSize per client tier.
+	Tiers map[string]int `yaml:"tiers" json:"tiers,omitempty"`
+	// Concurrency bounds how many members of one batch run at once.
+	Concurrency int `yaml:"concurrency" json:"concurrency,omitempty"`
+}
+
+// WebSocketConfig enables JSON-RPC over WebSocket at GET /ws.
+type WebSocketConfig struct {
+	// MaxInFlight bounds the requests one connection may have running; past it a request is
+	// answered at once with OVERLOADED.
+	MaxInFlight int `yaml:"max_in_flight" json:"max_in_flight,omitempty"`
+	// MaxMessageBytes bounds one message (default: jsonrpc.max_body_bytes).
+	MaxMessageBytes int64 `yaml:"max_message_bytes" json:"max_message_bytes,omitempty"`
+	// PingInterval is how often the server pings; a peer silent for PingInterval+PongTimeout
+	// is disconnected.
+	PingInterval time.Duration `yaml:"ping_interval" json:"ping_interval,omitempty"`
+	PongTimeout  time.Duration `yaml:"pong_timeout" json:"pong_timeout,omitempty"`
+	// WriteTimeout bounds writing one message.
+	WriteTimeout time.Duration `yaml:"write_timeout" json:"write_timeout,omitempty"`
+	// SendQueue is how many responses may wait to be written; a consumer that lets it fill
+	// is disconnected as too slow.
+	SendQueue int `yaml:"send_queue" json:"send_queue,omitempty"`
+	// AllowedOrigins lists the browser origins allowed to connect; "*" allows any. Requests
+	// without an Origin header (non-browser clients) are always allowed.
+	AllowedOrigins []string `yaml:"allowed_origins" json:"allowed_origins,omitempty"`
+}
+
+// Defaults for every limit.
+const (
+	DefaultBoundaryAddr      = "127.0.0.1:8080"
+	DefaultAdminAddr         = "127.0.0.1:9901"
+	DefaultShutdownGrace     = 20 * time.Second
+	DefaultMaxConnections    = 10000
+	DefaultMaxHeaderBytes    = 16 << 10
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultWriteTimeout      = 10 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultMaxBodyBytes      = 1 << 20
+	DefaultMaxDepth          = jsonrpc.DefaultMaxDepth
+	DefaultMaxStringBytes    = 256 << 10
+	DefaultBatchMaxSize      = 50
+	DefaultBatchConcurrency  = 16
+	DefaultWSMaxInFlight     = 64
+	DefaultWSPingInterval    = 20 * time.Second
+	DefaultWSPongTimeout     = 10 * time.Second
+	DefaultWSWriteTimeout    = 10 * time.Second
+	DefaultWSSendQueue       = 256
+)
+
+// applyDefaults fills every zero limit with its default.
+func (c *Config) applyDefaults() {
+	s := &c.Server
+	setDefault(&s.Boundary.Addr, DefaultBoundaryAddr)
+	setDefault(&s.Admin.Addr, DefaultAdminAddr)
+	setDefault(&s.ShutdownGrace, DefaultShutdownGrace)
+	setDefault(&s.Boundary.MaxConnections, DefaultMaxConnections)
+	setDefault(&s.Boundary.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	setDefault(&s.Boundary.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	setDefault(&s.Boundary.ReadTimeout, DefaultReadTimeout)
+	setDefault(&s.Boundary.WriteTimeout, DefaultWriteTimeout)
+	setDefault(&s.Boundary.IdleTimeout, DefaultIdleTimeout)
+	setDefault(&c.JSONRPC.MaxBodyBytes, DefaultMaxBodyBytes)
+	setDefault(&c.JSONRPC.MaxDepth, DefaultMaxDepth)
+	setDefault(&c.JSONRPC.MaxStringBytes, DefaultMaxStringBytes)
+	setDefault(&c.Batch.MaxSize, DefaultBatchMaxSize)
+	setDefault(&c.Batch.Concurrency, DefaultBatchConcurrency)
+	if ws := c.WebSocket; ws != nil {
+		setDefault(&ws.MaxInFlight, DefaultWSMaxInFlight)
+		setDefault(&ws.MaxMessageBytes, c.JSONRPC.MaxBodyBytes)
+		setDefault(&ws.PingInterval, DefaultWSPingInterval)
+		setDefault(&ws.PongTimeout, DefaultWSPongTimeout)
+		setDefault(&ws.WriteTimeout, DefaultWSWriteTimeout)
+		setDefault(&ws.SendQueue, DefaultWSSendQueue)
+	}
+	c.Deadline = c.Deadline.WithDefaults()
+}
+
+func setDefault[T comparable](p *T, def T) {
+	var zero T
+	if *p == zero {
+		*p = def
+	}
+}
+
+// validate makes the checks the schema cannot: relations between fields and values that
+// must parse.
+func (c *Config) validate(doc *config.Document) config.ErrorList {
+	var errs config.ErrorList
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, doc.Errorf(path, format, args...))
+	}
+	for path, addr := range map[string]string{"server.boundary.addr": c.Server.Boundary.Addr, "server.admin.addr": c.Server.Admin.Addr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			bad(path, "not a host:port address")
+		}
+	}
+	if c.Deadline.Default > c.Deadline.Max {
+		bad("deadline.default", "default (%s) is longer than max (%s)", c.Deadline.Default, c.Deadline.Max)
+	}
+	if c.Deadline.MinRemaining >= c.Deadline.Default {
+		bad("deadline.min_remaining", "min_remaining (%s) must be shorter than default (%s)", c.Deadline.MinRemaining, c.Deadline.Default)
+	}
+	if err := c.Log.Validate(); err != nil {
+		bad("log", "%v", err)
+	}
+	if _, err := routing.Build(c.Routing); err != nil {
+		bad("routing", "%v", err)
+	}
+	return errs
+}
+
+// Load reads, interpolates, validates and decodes the configuration file at path. On
+// failure the error is a config.ErrorList naming file, line and column of every problem.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	cfg, err := Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// Default returns the embedded default configuration.
+func Default() (*Config, error) {
+	cfg, err := Parse("", configs.Default)
+	if err != nil {
+		return nil, fmt.Errorf("embedded default config: %w", err)
+	}
+	return cfg, nil
+}
+
+// Parse decodes a configuration from data; file names it in errors.
+func Parse(file string, data []byte) (*Config, error) {
+	name := file
+	if name == "" {
+		name = "<embedded>"
+	}
+	doc, err := config.Parse(name, data, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := configSchema()
+	if err != nil {
+		return nil, fmt.Errorf("compiling schemas/config.schema.json: %w", err)
+	}
+	var cfg Config
+	if err := doc.Decode(schema, &cfg); err != nil {
+		return nil, err
+	}
+	cfg.applyDefaults()
+	if errs := cfg.validate(doc); len(errs) > 0 {
+		return nil, errs
+	}
+	cfg.file = file
+	return &cfg, nil
+}
+
+// WatchEnabled reports whether the configuration file should be watched for changes.
+func (c *Config) WatchEnabled() bool { return c.Server.WatchConfig == nil || *c.Server.WatchConfig }
+
+// ListenOverrides are listener addresses given on the command line; they win over the file,
+// on start and on every reload.
+type ListenOverrides struct {
+	BoundaryAddr string
+	AdminAddr    string
+}
+
+// Apply writes the overrides into cfg.
+func (o ListenOverrides) Apply(cfg *Config) {
+	if o.BoundaryAddr != "" {
+		cfg.Server.Boundary.Addr = o.BoundaryAddr
+	}
+	if o.AdminAddr != "" {
+		cfg.Server.Admin.Addr = o.AdminAddr
+	}
+}
+
+// File returns the path the configuration was read from, "" for the embedded default.
+func (c *Config) File() string { return c.file }
+
+// configSchema compiles the embedded JSON Schema of the file once.
+var configSchema = sync.OnceValues(func() (*config.Schema, error) {
+	return config.CompileSchema(schemas.ConfigSchema)
+})

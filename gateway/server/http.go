@@ -1,0 +1,210 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/observability"
+	"github.com/gatehouse-dev/gatehouse/schemas"
+)
+
+// boundaryHandler returns the HTTP handler of the boundary listener.
+func (s *Server) boundaryHandler() http.Handler {
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	e.HandleMethodNotAllowed = true
+	_ = e.SetTrustedProxies(nil) // the peer address is the TCP peer's; forwarding headers are not trusted
+	e.Use(s.recoverHTTP)
+	e.POST("/rpc", s.handleRPC)
+	e.GET("/ws", s.handleWS)
+	e.NoRoute(func(c *gin.Context) {
+		writeHTTPError(c.Writer, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "No such endpoint"), observability.NewTraceID())
+	})
+	e.NoMethod(func(c *gin.Context) {
+		writeHTTPError(c.Writer, http.StatusMethodNotAllowed, gateway.Errorf(schemas.CodeInvalidRequest, "Method not allowed"), observability.NewTraceID())
+	})
+	return e
+}
+
+// recoverHTTP turns a panic outside a call into an internal error response.
+func (s *Server) recoverHTTP(c *gin.Context) {
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler { //nolint:errorlint // http.ErrAbortHandler is compared by identity, as net/http does
+				panic(p) //nolint:forbidigo // re-raised so net/http aborts the response as the handler asked
+			}
+			s.log.Error("panic in HTTP handler", "path", c.Request.URL.Path, "panic", p)
+			writeHTTPError(c.Writer, http.StatusInternalServerError, gateway.NewError(schemas.CodeInternal), observability.NewTraceID())
+		}
+	}()
+	c.Next()
+}
+
+var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// handleRPC serves POST /rpc: limits and authentication first, then the body is read and
+// decoded, the calls run, and the responses are written in one HTTP response.
+func (s *Server) handleRPC(c *gin.Context) {
+	rt := s.acquire()
+	defer rt.release()
+	w, r := c.Writer, c.Request
+	traceID := observability.NewTraceID()
+	w.Header().Set("X-Trace-Id", traceID)
+
+	if !isJSON(r.Header.Get("Content-Type")) {
+		writeHTTPError(w, http.StatusUnsupportedMediaType,
+			gateway.Errorf(schemas.CodeUnsupportedMedia, "Content-Type must be application/json"), traceID)
+		return
+	}
+	principal, err := rt.auth.Authenticate(r.Context(), httpCredentials(r, gateway.ZoneExternal))
+	if err != nil {
+		writeAuthError(w, gateway.AsError(err), traceID)
+		return
+	}
+	callerMs, ok := parseDeadlineHeader(r.Header.Get("X-Deadline-Ms"))
+	if !ok {
+		writeHTTPError(w, http.StatusBadRequest,
+			gateway.Errorf(schemas.CodeInvalidRequest, "X-Deadline-Ms must be a positive integer (epoch milliseconds)"), traceID)
+		return
+	}
+	now := rt.now()
+	deadline := rt.cfg.Deadline.Resolve(now, callerMs)
+	// The response may be written until write_timeout after the deadline (or after now, for
+	// a deadline already past: its error still has to reach the caller).
+	_ = http.NewResponseController(w).SetWriteDeadline(latest(deadline, now).Add(rt.cfg.Server.Boundary.WriteTimeout))
+
+	bufp := bodyPool.Get().(*[]byte)
+	defer bodyPool.Put(bufp)
+	body, err := readBody(r, rt.cfg.JSONRPC.MaxBodyBytes, (*bufp)[:0])
+	*bufp = body[:0]
+	if err != nil {
+		s.writeBodyError(w, err, rt.cfg.JSONRPC.MaxBodyBytes, traceID)
+		return
+	}
+	ex := exchange{principal: principal, zone: gateway.ZoneExternal, protocol: gateway.ProtocolHTTP, deadline: deadline, traceID: traceID}
+	outp := bodyPool.Get().(*[]byte)
+	defer bodyPool.Put(outp)
+	out := rt.serve(r.Context(), &ex, body, (*outp)[:0])
+	*outp = out[:0]
+	if len(out) == 0 {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out)
+}
+
+var errBodyTooLarge = errors.New("request body too large")
+
+// readBody reads the whole body into buf, failing with errBodyTooLarge past limit bytes.
+func readBody(r *http.Request, limit int64, buf []byte) ([]byte, error) {
+	if r.ContentLength > limit {
+		return buf, errBodyTooLarge
+	}
+	if r.ContentLength > 0 && int64(cap(buf)) < r.ContentLength {
+		buf = make([]byte, 0, r.ContentLength)
+	}
+	lr := io.LimitReader(r.Body, limit+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := lr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return buf[:0], errBodyTooLarge
+		}
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf[:0], err
+		}
+	}
+}
+
+func (s *Server) writeBodyError(w http.ResponseWriter, err error, limit int64, traceID string) {
+	if errors.Is(err, errBodyTooLarge) {
+		writeHTTPError(w, http.StatusRequestEntityTooLarge, gateway.NewError(schemas.CodePayloadTooLarge).
+			With("limit", "max_body_bytes").With("max", limit), traceID)
+		return
+	}
+	s.log.Debug("reading request body", "trace_id", traceID, "err", err)
+	writeHTTPError(w, http.StatusBadRequest, gateway.Errorf(schemas.CodeInvalidRequest, "Could not read the request body"), traceID)
+}
+
+// writeHTTPError ends an exchange that failed before any JSON-RPC request was read: the
+// body is a JSON-RPC error response with id null.
+func writeHTTPError(w http.ResponseWriter, status int, err *gateway.Error, traceID string) {
+	body := appendError(nil, jsonrpc.ID{}, err, traceID)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Trace-Id", traceID)
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// writeAuthError answers a failed authentication with the table's HTTP status and, for 401,
+// the WWW-Authenticate challenge.
+func writeAuthError(w http.ResponseWriter, err *gateway.Error, traceID string) {
+	status := schemas.KindOf(err.Code()).HTTP
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="gatehouse"`)
+	}
+	writeHTTPError(w, status, err, traceID)
+}
+
+// isJSON reports whether a Content-Type is application/json (parameters allowed, charset
+// only utf-8).
+func isJSON(ct string) bool {
+	if ct == "application/json" {
+		return true
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return false
+	}
+	cs, ok := params["charset"]
+	return !ok || strings.EqualFold(cs, "utf-8")
+}
+
+// parseDeadlineHeader parses X-Deadline-Ms; an absent header is 0, ok.
+func parseDeadlineHeader(v string) (int64, bool) {
+	if v == "" {
+		return 0, true
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	return ms, err == nil && ms > 0
+}
+
+// httpCredentials extracts the credentials of an HTTP request without reading its body.
+func httpCredentials(r *http.Request, zone gateway.TrustZone) gateway.Credentials {
+	creds := gateway.Credentials{Zone: zone, APIKey: r.Header.Get("X-API-Key")}
+	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+		creds.Bearer = strings.TrimSpace(a[7:])
+	} else if a != "" {
+		creds.Bearer = a // an unsupported scheme still counts as a presented credential
+	}
+	creds.Remote, _ = netip.ParseAddrPort(r.RemoteAddr)
+	return creds
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

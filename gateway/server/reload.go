@@ -1,0 +1,117 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Reload builds a runtime for cfg beside the current one and swaps it in atomically.
+// Calls already running finish on the old runtime, which is closed when the last of them
+// ends. If cfg cannot be built, the current runtime keeps serving and the error is returned.
+// Listener settings cannot change without a restart; a difference is logged.
+func (s *Server) Reload(cfg *Config) error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	return s.reloadLocked(cfg)
+}
+
+func (s *Server) reloadLocked(cfg *Config) error {
+	rt, err := buildRuntime(cfg, s.log, s.opts.Now, s.opts.Targets)
+	if err != nil {
+		return fmt.Errorf("building configuration: %w", err)
+	}
+	if cfg.Server.Boundary != s.listen.Boundary || cfg.Server.Admin != s.listen.Admin {
+		s.log.Warn("listener settings changed; they take effect on restart", "file", cfg.File())
+	}
+	s.setLogLevel(cfg)
+	old := s.cur.Swap(rt)
+	old.retire()
+	s.log.Info("configuration reloaded", "file", cfg.File())
+	return nil
+}
+
+// ReloadFile loads the configuration file at path and reloads it. An invalid file is
+// refused (and logged) while the current configuration keeps serving. A file whose content
+// is unchanged since the last load is not reloaded.
+func (s *Server) ReloadFile(path string) error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		s.log.Error("configuration reload refused", "file", path, "err", err)
+		return fmt.Errorf("reading config: %w", err)
+	}
+	if s.lastFile != nil && bytes.Equal(data, s.lastFile) {
+		return nil
+	}
+	cfg, err := Parse(path, data)
+	if err == nil {
+		s.opts.Overrides.Apply(cfg)
+		err = s.reloadLocked(cfg)
+	}
+	if err != nil {
+		s.log.Error("configuration reload refused; the current configuration keeps serving", "file", path, "err", err)
+		return err
+	}
+	s.lastFile = data
+	return nil
+}
+
+// MarkLoaded records the content of the file the server was started from, so that a
+// watcher event that does not change it does not reload.
+func (s *Server) MarkLoaded(path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	s.reloadMu.Lock()
+	s.lastFile = data
+	s.reloadMu.Unlock()
+}
+
+// watchDebounce is how long the watcher waits for a burst of file events to end.
+const watchDebounce = 100 * time.Millisecond
+
+// Watch reloads the configuration file at path whenever it changes, until ctx is done.
+// It watches the file's directory, so editors that replace the file and Kubernetes
+// ConfigMap updates (a symlink swap) are seen too.
+func (s *Server) Watch(ctx context.Context, path string) error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watching config: %w", err)
+	}
+	defer func() { _ = w.Close() }()
+	if err := w.Add(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("watching config: %w", err)
+	}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.Events:
+			if !ok {
+				return nil
+			}
+			if ev.Has(fsnotify.Chmod) && !ev.Has(fsnotify.Write) {
+				continue
+			}
+			timer.Reset(watchDebounce)
+		case err, ok := <-w.Errors:
+			if !ok {
+				return nil
+			}
+			s.log.Warn("config watcher", "err", err)
+		case <-timer.C:
+			_ = s.ReloadFile(path)
+		}
+	}
+}

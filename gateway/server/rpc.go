@@ -1,0 +1,178 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"runtime/debug"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/resilience"
+	"github.com/gatehouse-dev/gatehouse/schemas"
+)
+
+// exchange is what a face knows about one body before decoding it.
+type exchange struct {
+	principal gateway.Principal
+	zone      gateway.TrustZone
+	protocol  gateway.Protocol
+	// deadline is the absolute deadline of the whole body (one request or a batch).
+	deadline time.Time
+	traceID  string
+}
+
+// outcome is the result of one request: exactly one of res and err is set, unless the
+// request was a notification (silent).
+type outcome struct {
+	res    *gateway.Result
+	err    *gateway.Error
+	id     jsonrpc.ID
+	silent bool
+}
+
+// serve decodes body, runs every request in it and appends the response body to dst. It
+// returns dst unchanged when nothing is to be sent back (only notifications).
+func (rt *runtime) serve(ctx context.Context, ex *exchange, body, dst []byte) []byte {
+	payload, derr := jsonrpc.Decode(body, rt.limitsFor(ex.principal))
+	if derr != nil {
+		return appendError(dst, derr.ID, fromDecodeError(derr), ex.traceID)
+	}
+	if !payload.Batch {
+		out := rt.runMember(ctx, ex, &payload.Members[0])
+		return appendOutcome(dst, &out, ex.traceID)
+	}
+	return appendBatch(dst, rt.runBatch(ctx, ex, payload.Members), ex.traceID)
+}
+
+// limitsFor returns the decoder limits for a caller: the batch size depends on its tier.
+func (rt *runtime) limitsFor(p gateway.Principal) jsonrpc.Limits {
+	lim := rt.limits
+	lim.MaxBatch = rt.maxBatch(p.Tier)
+	return lim
+}
+
+// reject answers every request in body with err without running any (notifications stay
+// silent; malformed members get their decode error).
+func (rt *runtime) reject(body, dst []byte, p gateway.Principal, err *gateway.Error, traceID string) []byte {
+	payload, derr := jsonrpc.Decode(body, rt.limitsFor(p))
+	if derr != nil {
+		return appendError(dst, derr.ID, fromDecodeError(derr), traceID)
+	}
+	outs := make([]outcome, len(payload.Members))
+	for i := range payload.Members {
+		m := &payload.Members[i]
+		if m.Err != nil {
+			outs[i] = outcome{err: fromDecodeError(m.Err), id: m.Err.ID}
+		} else {
+			outs[i] = outcome{err: err, id: m.Request.ID, silent: m.Request.IsNotification()}
+		}
+	}
+	if !payload.Batch {
+		return appendOutcome(dst, &outs[0], traceID)
+	}
+	return appendBatch(dst, outs, traceID)
+}
+
+// appendBatch appends the array of responses for outs, in order, or nothing when every
+// member was a notification.
+func appendBatch(dst []byte, outs []outcome, traceID string) []byte {
+	start, n := len(dst), 0
+	dst = append(dst, '[')
+	for i := range outs {
+		if outs[i].silent {
+			continue
+		}
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendOutcome(dst, &outs[i], traceID)
+		n++
+	}
+	if n == 0 {
+		return dst[:start]
+	}
+	return append(dst, ']')
+}
+
+// runMember runs one member of a payload on its own.
+func (rt *runtime) runMember(ctx context.Context, ex *exchange, m *jsonrpc.Member) outcome {
+	if m.Err != nil {
+		return outcome{err: fromDecodeError(m.Err), id: m.Err.ID}
+	}
+	return rt.call(ctx, ex, &m.Request)
+}
+
+// call runs one well-formed request through the pipeline.
+func (rt *runtime) call(ctx context.Context, ex *exchange, req *jsonrpc.Request) (out outcome) {
+	out.id, out.silent = req.ID, req.IsNotification()
+	c := &gateway.Call{
+		Method:    req.Method,
+		Params:    req.Params,
+		ID:        req.ID,
+		Principal: ex.principal,
+		Deadline:  resilience.Narrow(ex.deadline, req.DeadlineMs),
+		TraceID:   ex.traceID,
+		Zone:      ex.zone,
+		Protocol:  ex.protocol,
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			rt.log.Error("panic in call", "method", req.Method, "trace_id", ex.traceID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			out.res, out.err = nil, gateway.NewError(schemas.CodeInternal)
+		}
+	}()
+	res, err := rt.handler(ctx, c)
+	if err != nil {
+		out.err = gateway.AsError(err)
+		rt.logCallError(c, out.err)
+		return out
+	}
+	out.res = res
+	return out
+}
+
+func (rt *runtime) logCallError(c *gateway.Call, err *gateway.Error) {
+	if err.Code() == schemas.CodeInternal {
+		rt.log.Error("call failed", "method", c.Method, "trace_id", c.TraceID, "err", err)
+		return
+	}
+	rt.log.Debug("call failed", "method", c.Method, "trace_id", c.TraceID, "err", err)
+}
+
+// appendOutcome appends the response for out, or nothing for a notification.
+func appendOutcome(dst []byte, out *outcome, traceID string) []byte {
+	switch {
+	case out.silent:
+		return dst
+	case out.err != nil:
+		return appendError(dst, out.id, out.err, traceID)
+	default:
+		return jsonrpc.AppendResult(dst, out.id, out.res.Value)
+	}
+}
+
+// appendError appends an error response whose data carries trace_id beside the error's own
+// client-safe data.
+func appendError(dst []byte, id jsonrpc.ID, err *gateway.Error, traceID string) []byte {
+	data := make(map[string]any, len(err.Data())+1)
+	maps.Copy(data, err.Data())
+	data["trace_id"] = traceID
+	raw, mErr := json.Marshal(data)
+	if mErr != nil {
+		raw = jsonrpc.AppendString([]byte(`{"trace_id":`), traceID)
+		raw = append(raw, '}')
+	}
+	return jsonrpc.AppendError(dst, id, err.Code(), err.Message(), raw)
+}
+
+// fromDecodeError turns a decoder error into the gateway's error type.
+func fromDecodeError(d *jsonrpc.DecodeError) *gateway.Error {
+	e := gateway.NewError(d.Code).With("reason", d.Reason)
+	if d.Limit != "" {
+		e = e.With("limit", d.Limit).With("max", d.Max)
+	}
+	return e
+}

@@ -1,0 +1,105 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/auth"
+	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/routing"
+)
+
+// runtime is everything built from one configuration. It is immutable once built; requests
+// hold a reference to it while they run.
+type runtime struct {
+	cfg     *Config
+	handler gateway.Handler
+	auth    gateway.Authenticator
+	table   *routing.Table
+	limits  jsonrpc.Limits
+	log     *slog.Logger
+	now     func() time.Time
+
+	refs      atomic.Int64
+	retired   atomic.Bool
+	closeOnce sync.Once
+}
+
+// buildRuntime builds a runtime from cfg; extra targets (used by tests and embedders) are
+// routed beside the configured ones.
+func buildRuntime(cfg *Config, log *slog.Logger, now func() time.Time, extra map[string]gateway.Target) (*runtime, error) {
+	table, err := routing.Build(cfg.Routing)
+	if err != nil {
+		return nil, err
+	}
+	for method, t := range extra {
+		if err := table.Add(method, t); err != nil {
+			return nil, err
+		}
+	}
+	return &runtime{
+		cfg:     cfg,
+		handler: pipeline(cfg, table, now),
+		auth:    auth.New(cfg.Auth),
+		table:   table,
+		limits:  jsonrpc.Limits{MaxDepth: cfg.JSONRPC.MaxDepth, MaxStringBytes: cfg.JSONRPC.MaxStringBytes},
+		log:     log,
+		now:     now,
+	}, nil
+}
+
+// release drops one reference; the last reference to a retired runtime closes it.
+func (rt *runtime) release() {
+	if rt.refs.Add(-1) == 0 && rt.retired.Load() {
+		rt.close()
+	}
+}
+
+// retire marks the runtime replaced; it closes once no call holds it.
+func (rt *runtime) retire() {
+	rt.retired.Store(true)
+	if rt.refs.Load() == 0 {
+		rt.close()
+	}
+}
+
+// close releases the targets' resources, once.
+func (rt *runtime) close() {
+	rt.closeOnce.Do(func() {
+		var errs []error
+		for _, t := range rt.table.Targets() {
+			if c, ok := t.(gateway.Closer); ok {
+				errs = append(errs, c.Close())
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			rt.log.Warn("closing targets of the replaced configuration", "err", err)
+		}
+	})
+}
+
+// ready reports each target's readiness, by name; an empty map means all are ready.
+func (rt *runtime) ready(ctx context.Context) map[string]string {
+	problems := make(map[string]string)
+	for _, t := range rt.table.Targets() {
+		if r, ok := t.(gateway.Readier); ok {
+			if err := r.Ready(ctx); err != nil {
+				problems[t.Name()] = err.Error()
+			}
+		}
+	}
+	return problems
+}
+
+// maxBatch returns the batch size limit for a caller's tier.
+func (rt *runtime) maxBatch(tier string) int {
+	if n, ok := rt.cfg.Batch.Tiers[tier]; ok {
+		return n
+	}
+	return rt.cfg.Batch.MaxSize
+}

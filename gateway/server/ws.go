@@ -1,0 +1,318 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/gorilla/websocket"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/observability"
+	"github.com/gatehouse-dev/gatehouse/schemas"
+)
+
+// Close reasons the server sends.
+const (
+	closeReasonShutdown = "server shutting down"
+	closeReasonSlow     = "slow consumer: send queue full"
+)
+
+// handleWS serves GET /ws: the caller is authenticated from the upgrade request's headers,
+// then each text or binary message is one JSON-RPC body (a request or a batch). Requests
+// run concurrently and their responses are sent as they complete.
+func (s *Server) handleWS(c *gin.Context) {
+	rt := s.acquire()
+	cfg, w, r := rt.cfg.WebSocket, c.Writer, c.Request
+	traceID := observability.NewTraceID()
+	if cfg == nil {
+		rt.release()
+		writeHTTPError(w, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "WebSocket is not enabled"), traceID)
+		return
+	}
+	creds := httpCredentials(r, gateway.ZoneExternal)
+	principal, err := rt.auth.Authenticate(r.Context(), creds)
+	rt.release()
+	if err != nil {
+		writeAuthError(w, gateway.AsError(err), traceID)
+		return
+	}
+	if s.draining.Load() {
+		writeHTTPError(w, http.StatusServiceUnavailable, gateway.NewError(schemas.CodeShuttingDown), traceID)
+		return
+	}
+	up := websocket.Upgrader{
+		CheckOrigin:       originChecker(cfg.AllowedOrigins),
+		EnableCompression: false,
+	}
+	conn, err := up.Upgrade(w, r, http.Header{"X-Trace-Id": {traceID}})
+	if err != nil {
+		return // the upgrader has answered the client
+	}
+	wc := newWSConn(s, conn, *cfg, principal)
+	if !s.ws.add(wc) {
+		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, closeReasonShutdown), time.Now().Add(time.Second))
+		_ = conn.Close()
+		return
+	}
+	wc.serve()
+}
+
+// originChecker allows requests without Origin (non-browser clients), same-host origins,
+// and the configured ones ("*" for any).
+func originChecker(allowed []string) func(*http.Request) bool {
+	return func(r *http.Request) bool {
+		origin := r.Header.Get("Origin")
+		if origin == "" || slices.Contains(allowed, "*") || slices.Contains(allowed, origin) {
+			return true
+		}
+		u, err := url.Parse(origin)
+		return err == nil && strings.EqualFold(u.Host, r.Host)
+	}
+}
+
+// wsConn is one WebSocket connection: one reader (the handler's goroutine), one writer,
+// and a goroutine per running request.
+type wsConn struct {
+	s         *Server
+	conn      *websocket.Conn
+	cfg       WebSocketConfig
+	principal gateway.Principal
+
+	ctx    context.Context // cancelled when the peer is gone or the connection is failed
+	cancel context.CancelFunc
+
+	send     chan []byte   // responses waiting for the writer
+	inflight chan struct{} // one token per running request
+	calls    sync.WaitGroup
+
+	draining   atomic.Bool
+	closeOnce  sync.Once
+	closing    chan struct{} // closed when the writer should say goodbye
+	closeCode  int
+	closeText  string
+	writerDone chan struct{}
+	done       chan struct{} // closed when the connection is fully finished
+}
+
+func newWSConn(s *Server, conn *websocket.Conn, cfg WebSocketConfig, p gateway.Principal) *wsConn {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &wsConn{
+		s: s, conn: conn, cfg: cfg, principal: p, ctx: ctx, cancel: cancel,
+		send:       make(chan []byte, cfg.SendQueue),
+		inflight:   make(chan struct{}, cfg.MaxInFlight),
+		closing:    make(chan struct{}),
+		writerDone: make(chan struct{}),
+		done:       make(chan struct{}),
+	}
+}
+
+// serve runs the connection until the peer leaves, the connection fails, or the server
+// drains it.
+func (c *wsConn) serve() {
+	defer close(c.done)
+	defer c.s.ws.remove(c)
+	go c.writeLoop()
+	c.readLoop()
+	if !c.draining.Load() {
+		c.cancel() // the peer is gone or broke the protocol: its calls are abandoned
+	}
+	c.calls.Wait()
+	c.closeWith(websocket.CloseGoingAway, closeReasonShutdown)
+	<-c.writerDone
+	c.cancel()
+}
+
+func (c *wsConn) readLoop() {
+	c.conn.SetReadLimit(c.cfg.MaxMessageBytes)
+	alive := func() { _ = c.conn.SetReadDeadline(time.Now().Add(c.cfg.PingInterval + c.cfg.PongTimeout)) }
+	alive()
+	c.conn.SetPongHandler(func(string) error { alive(); return nil })
+	for {
+		mt, data, err := c.conn.ReadMessage()
+		if err != nil || c.draining.Load() {
+			return
+		}
+		alive()
+		if mt != websocket.TextMessage && mt != websocket.BinaryMessage {
+			continue
+		}
+		select {
+		case c.inflight <- struct{}{}:
+		default:
+			c.rejectOverloaded(data)
+			continue
+		}
+		c.calls.Add(1)
+		go c.handle(data)
+	}
+}
+
+// handle runs one message's requests on the runtime current when it arrived.
+func (c *wsConn) handle(data []byte) {
+	defer c.calls.Done()
+	defer func() { <-c.inflight }()
+	rt := c.s.acquire()
+	defer rt.release()
+	ex := exchange{
+		principal: c.principal,
+		zone:      gateway.ZoneExternal,
+		protocol:  gateway.ProtocolWebSocket,
+		deadline:  rt.cfg.Deadline.Resolve(rt.now(), 0),
+		traceID:   observability.NewTraceID(),
+	}
+	if out := rt.serve(c.ctx, &ex, data, nil); len(out) > 0 {
+		c.enqueue(out)
+	}
+}
+
+// rejectOverloaded answers every request of a message that found no in-flight slot.
+func (c *wsConn) rejectOverloaded(data []byte) {
+	rt := c.s.acquire()
+	defer rt.release()
+	err := gateway.Errorf(schemas.CodeOverloaded, "Too many requests in flight on this connection").
+		With("limit", "max_in_flight").With("max", c.cfg.MaxInFlight).With("retry_after_ms", 100)
+	if out := rt.reject(data, nil, c.principal, err, observability.NewTraceID()); len(out) > 0 {
+		c.enqueue(out)
+	}
+}
+
+// enqueue hands a response to the writer; a consumer whose queue is full is disconnected.
+func (c *wsConn) enqueue(msg []byte) {
+	select {
+	case c.send <- msg:
+	default:
+		c.s.log.Warn("disconnecting slow WebSocket consumer", "queue", c.cfg.SendQueue)
+		c.cancel()
+		c.closeWith(websocket.ClosePolicyViolation, closeReasonSlow)
+	}
+}
+
+// closeWith asks the writer to flush what is queued, send a close frame and close. The
+// first reason given wins.
+func (c *wsConn) closeWith(code int, text string) {
+	c.closeOnce.Do(func() {
+		c.closeCode, c.closeText = code, text
+		close(c.closing)
+	})
+}
+
+// beginDrain stops reading new messages; running requests finish and are answered.
+func (c *wsConn) beginDrain() {
+	c.draining.Store(true)
+	_ = c.conn.SetReadDeadline(time.Now())
+}
+
+// abort fails the connection at once.
+func (c *wsConn) abort() {
+	c.cancel()
+	c.closeWith(websocket.CloseGoingAway, closeReasonShutdown)
+	_ = c.conn.Close()
+}
+
+func (c *wsConn) writeLoop() {
+	defer close(c.writerDone)
+	defer func() { _ = c.conn.Close() }()
+	ping := time.NewTicker(c.cfg.PingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case msg := <-c.send:
+			if c.write(msg) != nil {
+				c.cancel()
+				return
+			}
+		case <-ping.C:
+			if c.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.cfg.WriteTimeout)) != nil {
+				c.cancel()
+				return
+			}
+		case <-c.closing:
+			c.flush()
+			_ = c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.closeCode, c.closeText),
+				time.Now().Add(c.cfg.WriteTimeout))
+			return
+		}
+	}
+}
+
+// flush writes what is queued, unless the connection failed as a slow consumer.
+func (c *wsConn) flush() {
+	if c.closeCode == websocket.ClosePolicyViolation {
+		return
+	}
+	for {
+		select {
+		case msg := <-c.send:
+			if c.write(msg) != nil {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+func (c *wsConn) write(msg []byte) error {
+	_ = c.conn.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
+	return c.conn.WriteMessage(websocket.TextMessage, msg)
+}
+
+// wsRegistry tracks open WebSocket connections so a shutdown can drain them (http.Server
+// does not track hijacked connections).
+type wsRegistry struct {
+	mu     sync.Mutex
+	conns  map[*wsConn]struct{}
+	closed bool
+}
+
+func (r *wsRegistry) init() { r.conns = make(map[*wsConn]struct{}) }
+
+func (r *wsRegistry) add(c *wsConn) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.conns[c] = struct{}{}
+	return true
+}
+
+func (r *wsRegistry) remove(c *wsConn) {
+	r.mu.Lock()
+	delete(r.conns, c)
+	r.mu.Unlock()
+}
+
+// drain stops every connection reading, waits for their running requests to be answered,
+// and closes them with 1001; connections still busy when ctx ends are aborted.
+func (r *wsRegistry) drain(ctx context.Context) error {
+	r.mu.Lock()
+	r.closed = true
+	conns := make([]*wsConn, 0, len(r.conns))
+	for c := range r.conns {
+		conns = append(conns, c)
+	}
+	r.mu.Unlock()
+	for _, c := range conns {
+		c.beginDrain()
+	}
+	for _, c := range conns {
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			for _, c := range conns {
+				c.abort()
+			}
+			return errors.New("websocket connections still busy at the end of the grace period")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,228 @@
+// Command benchreport turns `go test -bench` output into docs/benchmarks.md: every figure as a
+// ratio against a baseline measured in the same run, with the medians behind it and a plot.
+//
+//	go run ./internal/benchreport -in .tmp/bench.txt -out docs/benchmarks.md
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	in := flag.String("in", "", "go test -bench output")
+	out := flag.String("out", "docs/benchmarks.md", "markdown report to write (a .svg plot is written beside it)")
+	flag.Parse()
+	if err := run(*in, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		os.Exit(1)
+	}
+}
+
+func run(in, out string) error {
+	f, err := os.Open(in)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	res, err := parse(f)
+	if err != nil {
+		return err
+	}
+	rows := ratios(res)
+	svgName := strings.TrimSuffix(filepath.Base(out), ".md") + "-ratios.svg"
+	if err := os.WriteFile(filepath.Join(filepath.Dir(out), svgName), []byte(plot(rows)), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(out, []byte(report(res, rows, svgName)), 0o644)
+}
+
+// results holds every benchmark's samples and the run's environment lines.
+type results struct {
+	env     []string
+	samples map[string]map[string][]float64 // benchmark → unit → values
+	order   []string
+}
+
+var procSuffix = regexp.MustCompile(`-\d+$`)
+
+func parse(r io.Reader) (*results, error) {
+	res := &results{samples: map[string]map[string][]float64{}}
+	pkg := ""
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "pkg: "):
+			pkg = strings.TrimPrefix(line, "pkg: ")
+		case strings.HasPrefix(line, "goos: "), strings.HasPrefix(line, "goarch: "), strings.HasPrefix(line, "cpu: "):
+			if !slices.Contains(res.env, line) {
+				res.env = append(res.env, line)
+			}
+		case strings.HasPrefix(line, "Benchmark"):
+			fields := strings.Fields(line)
+			if len(fields) < 4 {
+				continue
+			}
+			name := procSuffix.ReplaceAllString(fields[0], "")
+			key := shortPkg(pkg) + "." + name
+			if res.samples[key] == nil {
+				res.samples[key] = map[string][]float64{}
+				res.order = append(res.order, key)
+			}
+			for i := 2; i+1 < len(fields); i += 2 {
+				v, err := strconv.ParseFloat(fields[i], 64)
+				if err != nil {
+					continue
+				}
+				res.samples[key][fields[i+1]] = append(res.samples[key][fields[i+1]], v)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(res.samples) == 0 {
+		return nil, fmt.Errorf("no benchmark results in the input")
+	}
+	return res, nil
+}
+
+func shortPkg(p string) string {
+	return strings.TrimPrefix(p, "github.com/gatehouse-dev/gatehouse/")
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// ratioDef defines one reported figure: num ns/op ÷ den ns/op, or its inverse for
+// throughput figures (calls/s of A ÷ calls/s of B = ns/op of B ÷ ns/op of A).
+type ratioDef struct {
+	title      string
+	num, den   string
+	throughput bool
+	meaning    string
+}
+
+var defs = []ratioDef{
+	{"Gateway JSON-RPC calls/s ÷ minimal net/http JSON handler calls/s (subtract, HTTP/1.1, loopback)",
+		"gateway/server.BenchmarkEndToEnd/gateway", "gateway/server.BenchmarkEndToEnd/nethttp", true,
+		"1.0 is the ceiling: the same JSON work with no strictness, limits, pipeline or routing"},
+	{"Batch of 10 ÷ 10 single calls (time for 10 calls)",
+		"gateway/server.BenchmarkBatch/batch10", "gateway/server.BenchmarkBatch/single10", false,
+		"below 1.0: batching saves round trips"},
+	{"Strict envelope decode ÷ encoding/json Unmarshal (single request), time",
+		"codecs/jsonrpc.BenchmarkDecode/single", "codecs/jsonrpc.BenchmarkStdlibDecode/single", false,
+		"below 1.0: the strict decoder is faster than the lax standard one"},
+	{"Strict envelope decode ÷ encoding/json Unmarshal (batch of 10), time",
+		"codecs/jsonrpc.BenchmarkDecode/batch10", "codecs/jsonrpc.BenchmarkStdlibDecode/batch10", false, ""},
+	{"Strict envelope decode ÷ encoding/json Unmarshal (reserved params members), time",
+		"codecs/jsonrpc.BenchmarkDecode/reserved", "codecs/jsonrpc.BenchmarkStdlibDecode/reserved", false, ""},
+	{"Response encode ÷ encoding/json Marshal (result), time",
+		"codecs/jsonrpc.BenchmarkEncode/result", "codecs/jsonrpc.BenchmarkStdlibEncode/result", false, ""},
+	{"Response encode ÷ encoding/json Marshal (error), time",
+		"codecs/jsonrpc.BenchmarkEncode/error", "codecs/jsonrpc.BenchmarkStdlibEncode/error", false, ""},
+}
+
+type ratioRow struct {
+	def   ratioDef
+	value float64
+	ok    bool
+}
+
+func ratios(res *results) []ratioRow {
+	var rows []ratioRow
+	for _, d := range defs {
+		num, den := median(res.samples[d.num]["ns/op"]), median(res.samples[d.den]["ns/op"])
+		row := ratioRow{def: d}
+		if num > 0 && den > 0 {
+			row.ok = true
+			row.value = num / den
+			if d.throughput {
+				row.value = den / num
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func report(res *results, rows []ratioRow, svg string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Benchmarks\n\nWritten by `make bench` on %s. Every figure is a ratio of two medians measured in the same run\n", time.Now().UTC().Format("2006-01-02"))
+	b.WriteString("on the same machine; absolute times are listed only to show what the ratios are made of.\n\n")
+	for _, e := range res.env {
+		fmt.Fprintf(&b, "- %s\n", e)
+	}
+	b.WriteString("\n## Ratios\n\n| figure | ratio | reading |\n|---|---:|---|\n")
+	for _, r := range rows {
+		v := "not measured"
+		if r.ok {
+			v = fmt.Sprintf("%.2f", r.value)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.def.title, v, r.def.meaning)
+	}
+	fmt.Fprintf(&b, "\n![ratios](%s)\n\n## Medians\n\n| benchmark | runs | ns/op | B/op | allocs/op |\n|---|---:|---:|---:|---:|\n", svg)
+	for _, k := range res.order {
+		s := res.samples[k]
+		fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %.0f |\n", k, len(s["ns/op"]), median(s["ns/op"]), median(s["B/op"]), median(s["allocs/op"]))
+	}
+	b.WriteString("\nThe end-to-end figures include the Go HTTP client running in the same process on the same cores\n")
+	b.WriteString("for both sides of each ratio, so they compare servers under identical client cost.\n")
+	return b.String()
+}
+
+// plot draws the ratios as horizontal bars with a line at 1.0.
+func plot(rows []ratioRow) string {
+	const (
+		left, width, barH, gap = 430, 360, 18, 8
+	)
+	maxV := 1.0
+	for _, r := range rows {
+		maxV = max(maxV, r.value)
+	}
+	scale := float64(width) / (maxV * 1.1)
+	height := len(rows)*(barH+gap) + 30
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">`+"\n", left+width+60, height)
+	for i, r := range rows {
+		y := 10 + i*(barH+gap)
+		label := r.def.title
+		if len(label) > 70 {
+			label = label[:67] + "…"
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", left-6, y+13, escape(label))
+		if r.ok {
+			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.0f" height="%d" fill="#4a7bd0"/>`+"\n", left, y, r.value*scale, barH)
+			fmt.Fprintf(&b, `<text x="%.0f" y="%d">%.2f</text>`+"\n", float64(left)+r.value*scale+4, y+13, r.value)
+		}
+	}
+	x1 := float64(left) + scale
+	fmt.Fprintf(&b, `<line x1="%.0f" y1="4" x2="%.0f" y2="%d" stroke="#c33" stroke-dasharray="4"/>`+"\n", x1, x1, height-16)
+	fmt.Fprintf(&b, `<text x="%.0f" y="%d" text-anchor="middle">1.0</text>`+"\n</svg>\n", x1, height-4)
+	return b.String()
+}
+
+func escape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}

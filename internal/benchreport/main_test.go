@@ -1,0 +1,55 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const sample = `goos: linux
+goarch: amd64
+pkg: github.com/gatehouse-dev/gatehouse/gateway/server
+cpu: Test CPU
+BenchmarkEndToEnd/gateway-2   	   10000	     20000 ns/op	   3000 B/op	      30 allocs/op
+BenchmarkEndToEnd/gateway-2   	   10000	     22000 ns/op	   3000 B/op	      30 allocs/op
+BenchmarkEndToEnd/gateway-2   	   10000	     90000 ns/op	   3000 B/op	      30 allocs/op
+BenchmarkEndToEnd/nethttp-2   	   10000	     16000 ns/op	   2000 B/op	      20 allocs/op
+pkg: github.com/gatehouse-dev/gatehouse/codecs/jsonrpc
+BenchmarkDecode/single-2      	 1000000	       500 ns/op	 300.00 MB/s	     64 B/op	       2 allocs/op
+BenchmarkStdlibDecode/single-2	 1000000	      2000 ns/op	  75.00 MB/s	    512 B/op	      10 allocs/op
+`
+
+func TestReport(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "bench.txt")
+	out := filepath.Join(dir, "benchmarks.md")
+	if err := os.WriteFile(in, []byte(sample), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(in, out); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(out)
+	for _, want := range []string{
+		"| 0.73 |",      // 16000 / median(20000, 22000, 90000) = 16000/22000
+		"| 0.25 |",      // 500 / 2000
+		"not measured",  // benchmarks absent from the input
+		"cpu: Test CPU", // the environment
+		"| codecs/jsonrpc.BenchmarkDecode/single | 1 | 500 | 64 | 2 |",
+	} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, "benchmarks-ratios.svg"))
+	if err != nil || !strings.Contains(string(svg), "<svg") {
+		t.Fatalf("plot: %v", err)
+	}
+}
+
+func TestParseRejectsEmpty(t *testing.T) {
+	if _, err := parse(strings.NewReader("PASS\n")); err == nil {
+		t.Fatal("no results accepted")
+	}
+}

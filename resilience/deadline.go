@@ -1,0 +1,94 @@
+package resilience
+
+import (
+	"context"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/schemas"
+)
+
+// DeadlineConfig is the deadline section of the configuration file.
+//
+// Every call has an absolute deadline: the caller's (the X-Deadline-Ms header or
+// params.deadline_ms, epoch milliseconds), else now + Default; never later than now + Max.
+// A call with less than MinRemaining left is refused before any work is done.
+type DeadlineConfig struct {
+	// Default is the time a call may take when the caller names no deadline.
+	Default time.Duration `yaml:"default" json:"default,omitempty"`
+	// Max caps any deadline a caller asks for.
+	Max time.Duration `yaml:"max" json:"max,omitempty"`
+	// MinRemaining (ε) is the least useful time left: below it a call is refused at once.
+	MinRemaining time.Duration `yaml:"min_remaining" json:"min_remaining,omitempty"`
+}
+
+// Default deadline settings.
+const (
+	DefaultDeadline     = 30 * time.Second
+	DefaultMaxDeadline  = 5 * time.Minute
+	DefaultMinRemaining = 50 * time.Millisecond
+)
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c DeadlineConfig) WithDefaults() DeadlineConfig {
+	if c.Default == 0 {
+		c.Default = DefaultDeadline
+	}
+	if c.Max == 0 {
+		c.Max = DefaultMaxDeadline
+	}
+	if c.MinRemaining == 0 {
+		c.MinRemaining = DefaultMinRemaining
+	}
+	return c
+}
+
+// Resolve returns the absolute deadline for a request (or a whole batch) that arrived at
+// now, given the caller's deadline in epoch milliseconds (0 when none was sent).
+func (c DeadlineConfig) Resolve(now time.Time, callerMs int64) time.Time {
+	limit := now.Add(c.Max)
+	if callerMs <= 0 {
+		return earliest(now.Add(c.Default), limit)
+	}
+	return earliest(time.UnixMilli(callerMs), limit)
+}
+
+// Narrow returns the deadline of one batch member: the member may shorten the batch's
+// deadline with params.deadline_ms but never extend it.
+func Narrow(batch time.Time, memberMs int64) time.Time {
+	if memberMs <= 0 {
+		return batch
+	}
+	return earliest(batch, time.UnixMilli(memberMs))
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// Deadline returns the deadline stage: it refuses a call whose remaining time is below
+// MinRemaining with DEADLINE_EXCEEDED (error.data.layer = "boundary") and otherwise runs the
+// rest of the pipeline under a context bounded by the call's deadline.
+func Deadline(cfg DeadlineConfig, now func() time.Time) gateway.Middleware {
+	cfg = cfg.WithDefaults()
+	return func(next gateway.Handler) gateway.Handler {
+		return func(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
+			if call.Deadline.IsZero() {
+				call.Deadline = cfg.Resolve(now(), 0)
+			}
+			remaining := call.Deadline.Sub(now())
+			if remaining < cfg.MinRemaining {
+				return nil, gateway.NewError(schemas.CodeDeadlineExceeded).
+					With("layer", "boundary").
+					With("remaining_ms", max(remaining.Milliseconds(), 0)).
+					With("min_remaining_ms", cfg.MinRemaining.Milliseconds())
+			}
+			ctx, cancel := context.WithDeadline(ctx, call.Deadline)
+			defer cancel()
+			return next(ctx, call)
+		}
+	}
+}

@@ -1,0 +1,99 @@
+package resilience_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/resilience"
+	"github.com/gatehouse-dev/gatehouse/schemas"
+)
+
+var t0 = time.UnixMilli(1_700_000_000_000)
+
+func TestResolve(t *testing.T) {
+	cfg := resilience.DeadlineConfig{Default: 30 * time.Second, Max: time.Minute, MinRemaining: 50 * time.Millisecond}
+	tests := []struct {
+		name     string
+		callerMs int64
+		want     time.Time
+	}{
+		{"no caller deadline takes the default", 0, t0.Add(30 * time.Second)},
+		{"caller deadline is kept", t0.Add(5 * time.Second).UnixMilli(), t0.Add(5 * time.Second)},
+		{"caller deadline past max is capped", t0.Add(time.Hour).UnixMilli(), t0.Add(time.Minute)},
+		{"caller deadline in the past is kept (and refused later)", t0.Add(-time.Second).UnixMilli(), t0.Add(-time.Second)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := cfg.Resolve(t0, tt.callerMs); !got.Equal(tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNarrowNeverExtends(t *testing.T) {
+	batch := t0.Add(10 * time.Second)
+	if got := resilience.Narrow(batch, t0.Add(time.Hour).UnixMilli()); !got.Equal(batch) {
+		t.Errorf("member extended the batch deadline to %v", got)
+	}
+	if got := resilience.Narrow(batch, t0.Add(time.Second).UnixMilli()); !got.Equal(t0.Add(time.Second)) {
+		t.Errorf("member could not shorten: %v", got)
+	}
+	if got := resilience.Narrow(batch, 0); !got.Equal(batch) {
+		t.Errorf("absent member deadline changed it: %v", got)
+	}
+}
+
+func TestDeadlineStage(t *testing.T) {
+	cfg := resilience.DeadlineConfig{Default: time.Second, Max: time.Minute, MinRemaining: 50 * time.Millisecond}
+	now := func() time.Time { return t0 }
+	var sawDeadline time.Time
+	next := func(ctx context.Context, _ *gateway.Call) (*gateway.Result, error) {
+		sawDeadline, _ = ctx.Deadline()
+		return gateway.NewResult(nil), nil
+	}
+	h := gateway.Chain(next, resilience.Deadline(cfg, now))
+	tests := []struct {
+		name     string
+		deadline time.Time
+		refused  bool
+	}{
+		{"exactly epsilon left runs", t0.Add(50 * time.Millisecond), false},
+		{"one ms under epsilon is refused", t0.Add(49 * time.Millisecond), true},
+		{"already past is refused", t0.Add(-time.Second), true},
+		{"plenty left runs", t0.Add(time.Second), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sawDeadline = time.Time{}
+			_, err := h(context.Background(), &gateway.Call{Deadline: tt.deadline})
+			if tt.refused {
+				ge := gateway.AsError(err)
+				if ge == nil || ge.Code() != schemas.CodeDeadlineExceeded || ge.Data()["layer"] != "boundary" {
+					t.Fatalf("got %v, want DEADLINE_EXCEEDED at layer boundary", err)
+				}
+				if !sawDeadline.IsZero() {
+					t.Fatal("a refused call reached the next stage")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sawDeadline.Equal(tt.deadline) {
+				t.Errorf("context deadline %v, want %v", sawDeadline, tt.deadline)
+			}
+		})
+	}
+	t.Run("zero deadline takes the default", func(t *testing.T) {
+		call := &gateway.Call{}
+		if _, err := h(context.Background(), call); err != nil {
+			t.Fatal(err)
+		}
+		if !call.Deadline.Equal(t0.Add(time.Second)) {
+			t.Errorf("deadline %v", call.Deadline)
+		}
+	})
+}

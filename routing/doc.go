@@ -1,0 +1,7 @@
+// Package routing maps JSON-RPC method names to targets and holds the targets themselves.
+// The method table is built once per configuration and never changes while it serves, so
+// lookups take no lock; a reload builds a new table beside the old one.
+//
+// The built-in demo target serves the example methods of the JSON-RPC 2.0 specification
+// (subtract, sum, update, notify_hello, get_data) so a new gateway answers calls at once.
+package routing

@@ -1,0 +1,80 @@
+package routing
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/schemas"
+)
+
+// Table maps method names to targets. Build it with Add, then only read it.
+type Table struct {
+	methods map[string]gateway.Target
+}
+
+// NewTable returns an empty table.
+func NewTable() *Table { return &Table{methods: make(map[string]gateway.Target)} }
+
+// Add routes method to t. Adding a method twice is an error naming both targets.
+func (tb *Table) Add(method string, t gateway.Target) error {
+	if prev, ok := tb.methods[method]; ok {
+		return fmt.Errorf("method %q is served by both %q and %q", method, prev.Name(), t.Name())
+	}
+	tb.methods[method] = t
+	return nil
+}
+
+// Lookup returns the target for method.
+func (tb *Table) Lookup(method string) (gateway.Target, bool) {
+	t, ok := tb.methods[method]
+	return t, ok
+}
+
+// Methods returns the routed method names, sorted.
+func (tb *Table) Methods() []string {
+	out := make([]string, 0, len(tb.methods))
+	for m := range tb.methods {
+		out = append(out, m)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Targets returns each distinct target once, ordered by name.
+func (tb *Table) Targets() []gateway.Target {
+	seen := make(map[gateway.Target]bool)
+	var out []gateway.Target
+	for _, t := range tb.methods {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out
+}
+
+// Route is the routing stage: it sets call.Target from the table, or fails the call with
+// METHOD_NOT_FOUND.
+func (tb *Table) Route(next gateway.Handler) gateway.Handler {
+	return func(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
+		t, ok := tb.methods[call.Method]
+		if !ok {
+			return nil, errMethodNotFound
+		}
+		call.Target = t
+		return next(ctx, call)
+	}
+}
+
+var errMethodNotFound = gateway.NewError(schemas.CodeMethodNotFound)
+
+// Dispatch is the last handler of the pipeline: it invokes the routed target.
+func Dispatch(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
+	if call.Target == nil {
+		return nil, errMethodNotFound
+	}
+	return call.Target.Invoke(ctx, call)
+}
