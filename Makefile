@@ -30,9 +30,10 @@ run: build ## build and serve configs/gatehouse.yaml (boundary 127.0.0.1:8080, a
 	./$(BIN) serve --config configs/gatehouse.yaml
 
 .PHONY: test
-test: ## vet, the whole suite with -race, and a bounded fuzz pass (FUZZTIME per target)
+test: ## vet, lint, the whole suite with -race, and a bounded fuzz pass (FUZZTIME per target)
 	$(GO) mod verify
 	$(GO) vet ./...
+	$(MAKE) --no-print-directory lint
 	$(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz
 

@@ -1,6 +1,9 @@
 package gateway
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // Handler runs one call. On return, the result is non-nil if and only if err is nil. A
 // Handler must respect ctx: when ctx is done it returns promptly with ctx's error.
@@ -13,9 +16,9 @@ type Middleware func(next Handler) Handler
 // slice order on the way in. Nil middlewares are skipped, so a stage that is not configured
 // can be passed as nil and is simply not in the chain.
 func Chain(h Handler, mws ...Middleware) Handler {
-	for i := len(mws) - 1; i >= 0; i-- {
-		if mws[i] != nil {
-			h = mws[i](h)
+	for _, mw := range slices.Backward(mws) {
+		if mw != nil {
+			h = mw(h)
 		}
 	}
 	return h

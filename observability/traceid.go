@@ -10,8 +10,10 @@ import (
 func NewTraceID() string {
 	var b [16]byte
 	for {
-		binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
-		binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
+		// Trace ids must be unique, not secret: the runtime's fast generator is what
+		// OpenTelemetry's SDK uses too.
+		binary.LittleEndian.PutUint64(b[:8], rand.Uint64()) //nolint:gosec // uniqueness, not secrecy
+		binary.LittleEndian.PutUint64(b[8:], rand.Uint64()) //nolint:gosec // uniqueness, not secrecy
 		if b != [16]byte{} {
 			return hex.EncodeToString(b[:])
 		}

@@ -142,7 +142,7 @@ func startProcess(t *testing.T, configFile string) *process {
 	for time.Now().Before(deadline) {
 		if resp, err := http.Get(p.admin + "/readyz"); err == nil {
 			_ = resp.Body.Close()
-			if resp.StatusCode == 200 {
+			if resp.StatusCode == http.StatusOK {
 				return p
 			}
 		}
@@ -159,7 +159,7 @@ func (p *process) call(body string) (string, error) {
 	}
 	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
+	if resp.StatusCode != http.StatusOK {
 		return string(b), fmt.Errorf("status %d: %s", resp.StatusCode, b)
 	}
 	return string(b), err

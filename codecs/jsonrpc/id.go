@@ -12,7 +12,9 @@ type ID struct {
 }
 
 // NullID is the explicit null id, used in responses when a request's id could not be read.
-var NullID = ID{raw: "null"}
+var NullID = ID{raw: jsonNull}
+
+const jsonNull = "null"
 
 // RawID returns the ID for raw, which must be the JSON text of a string, number or null.
 func RawID(raw []byte) ID { return ID{raw: string(raw)} }
@@ -27,13 +29,13 @@ func NumberID(n int64) ID { return ID{raw: strconv.FormatInt(n, 10)} }
 func (id ID) IsZero() bool { return id.raw == "" }
 
 // IsNull reports whether the id is an explicit null.
-func (id ID) IsNull() bool { return id.raw == "null" }
+func (id ID) IsNull() bool { return id.raw == jsonNull }
 
 // Raw returns the id's JSON text; "null" for the zero ID, so it can be written into an
 // error response as is.
 func (id ID) Raw() string {
 	if id.raw == "" {
-		return "null"
+		return jsonNull
 	}
 	return id.raw
 }
@@ -47,7 +49,7 @@ func (id ID) String() string { return id.Raw() }
 // 9007199254740993 and 9007199254740992 stay apart; a string never equals a number.
 func (id ID) Key() string {
 	switch {
-	case id.raw == "" || id.raw == "null":
+	case id.raw == "" || id.raw == jsonNull:
 		return id.raw
 	case id.raw[0] == '"':
 		s, ok := unquote(id.raw)
@@ -71,7 +73,7 @@ func unquote(lit string) (string, bool) {
 	}
 	s := lit[1 : len(lit)-1]
 	simple := true
-	for i := 0; i < len(s); i++ {
+	for i := range len(s) {
 		if c := s[i]; c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
 			simple = false
 			break

@@ -75,7 +75,7 @@ func FuzzAppendUnquoted(f *testing.F) {
 		if ok != (err == nil) || (ok && string(got) != std) {
 			t.Fatalf("appendUnquoted(%q) = %q, %v; encoding/json reads %q, %v", s, got, ok, std, err)
 		}
-		for i := 0; i < len(s); i++ {
+		for i := range len(s) {
 			r1, n1 := decodeRune(s[i:])
 			r2, n2 := utf8.DecodeRuneInString(s[i:])
 			if r1 != r2 || n1 != n2 {

@@ -78,8 +78,7 @@ func Parse(file string, data []byte, lookupEnv func(string) (string, bool)) (*Do
 // syntaxError turns goccy's parse error into one positioned Error.
 func syntaxError(file string, err error) Error {
 	e := Error{File: file, Msg: err.Error()}
-	var ye yaml.Error
-	if errors.As(err, &ye) {
+	if ye, ok := errors.AsType[yaml.Error](err); ok {
 		e.Msg = ye.GetMessage()
 		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
 			e.Line, e.Col = tk.Position.Line, max(tk.Position.Column, 1)

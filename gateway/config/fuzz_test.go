@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -89,7 +90,8 @@ func FuzzParse(f *testing.F) {
 
 func checkErrorList(t *testing.T, err error) {
 	t.Helper()
-	list, ok := err.(ErrorList)
+	var list ErrorList
+	ok := errors.As(err, &list)
 	if !ok || len(list) == 0 {
 		t.Fatalf("error %v (%T) is not a non-empty ErrorList", err, err)
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"reflect"
+	"slices"
 	"strconv"
 
 	"github.com/goccy/go-yaml"
@@ -28,7 +29,7 @@ func (d *Document) locate(err error, typ reflect.Type) *loc {
 	for found != nil {
 		var next *loc
 		for _, s := range children(walkTo(d.body, path)) {
-			candidate := append(path[:len(path):len(path)], s)
+			candidate := append(slices.Clip(path), s)
 			if fails(prune(d.body, candidate)) {
 				path, next = candidate, d.locs[stepsPointer(candidate)]
 				break

@@ -35,7 +35,7 @@ func (p *preparer) document(f *ast.File) ast.Node {
 			if tk == nil {
 				tk = doc.Body.GetToken()
 			}
-			p.errorAt(tk, "a configuration file holds a single YAML document; remove this one or its \"---\"")
+			p.errorAtf(tk, "a configuration file holds a single YAML document; remove this one or its \"---\"")
 		default:
 			doc.Body = p.node(doc.Body)
 			body = doc.Body
@@ -57,10 +57,10 @@ func (p *preparer) node(n ast.Node) ast.Node {
 		p.anchor(n)
 	case *ast.AliasNode:
 		if _, ok := p.anchors[aliasName(n)]; !ok {
-			p.errorAt(n.GetToken(), "alias *%s does not refer to an anchor defined before it", aliasName(n))
+			p.errorAtf(n.GetToken(), "alias *%s does not refer to an anchor defined before it", aliasName(n))
 		}
 	case *ast.TagNode:
-		p.errorAt(n.GetToken(), "YAML tags such as %s are not supported; quote a value to make it a string", n.GetToken().Value)
+		p.errorAtf(n.GetToken(), "YAML tags such as %s are not supported; quote a value to make it a string", n.GetToken().Value)
 	case *ast.StringNode:
 		return p.scalar(n)
 	case *ast.LiteralNode:
@@ -83,9 +83,9 @@ func (p *preparer) mapping(values []*ast.MappingValueNode) {
 		name, ok := keyText(mv.Key)
 		switch first, dup := seen[name]; {
 		case !ok:
-			p.errorAt(keyToken(mv), "keys must be plain scalars")
+			p.errorAtf(keyToken(mv), "keys must be plain scalars")
 		case dup:
-			p.errorAt(keyToken(mv), "duplicate key %q (first defined at line %d)", name, first)
+			p.errorAtf(keyToken(mv), "duplicate key %q (first defined at line %d)", name, first)
 		default:
 			seen[name] = tokenLine(keyToken(mv))
 		}
@@ -111,7 +111,7 @@ func (p *preparer) anchor(n *ast.AnchorNode) {
 	}
 	name := n.Name.GetToken().Value
 	if _, dup := p.anchors[name]; dup {
-		p.errorAt(n.GetToken(), "anchor &%s is defined twice", name)
+		p.errorAtf(n.GetToken(), "anchor &%s is defined twice", name)
 		return
 	}
 	p.anchors[name] = n.Value
@@ -122,13 +122,13 @@ func (p *preparer) anchor(n *ast.AnchorNode) {
 // gives a mapping's own keys precedence: with the merge key first both agree.
 func (p *preparer) checkMerge(key ast.Node, v ast.Node, index int) {
 	if index > 0 {
-		p.errorAt(key.GetToken(), "a merge key (<<) must be the first key of its mapping")
+		p.errorAtf(key.GetToken(), "a merge key (<<) must be the first key of its mapping")
 	}
 	if resolve(v, p.anchors) == nil {
 		return // an alias error, already reported
 	}
 	if mergeSource(v, p.anchors) == nil {
-		p.errorAt(key.GetToken(), "a merge key (<<) takes one mapping, such as an alias to one")
+		p.errorAtf(key.GetToken(), "a merge key (<<) takes one mapping, such as an alias to one")
 	}
 }
 
@@ -199,7 +199,7 @@ func (p *preparer) retype(tk *token.Token, text string, typ token.Type) ast.Node
 	return n
 }
 
-func (p *preparer) errorAt(tk *token.Token, format string, args ...any) {
+func (p *preparer) errorAtf(tk *token.Token, format string, args ...any) {
 	line, col := tokenPos(tk)
 	p.errs = append(p.errs, Error{File: p.file, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)})
 }

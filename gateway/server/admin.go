@@ -7,11 +7,13 @@ import (
 	"time"
 )
 
+const statusKey = "status"
+
 // adminHandler returns the handler of the operator listener.
 func (s *Server) adminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSONStatus(w, http.StatusOK, map[string]any{"status": "ok"})
+		writeJSONStatus(w, http.StatusOK, map[string]any{statusKey: "ok"})
 	})
 	mux.HandleFunc("GET /readyz", s.handleReady)
 	return mux
@@ -22,10 +24,10 @@ func (s *Server) adminHandler() http.Handler {
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case s.draining.Load():
-		writeJSONStatus(w, http.StatusServiceUnavailable, map[string]any{"status": "draining"})
+		writeJSONStatus(w, http.StatusServiceUnavailable, map[string]any{statusKey: "draining"})
 		return
 	case !s.serving.Load():
-		writeJSONStatus(w, http.StatusServiceUnavailable, map[string]any{"status": "starting"})
+		writeJSONStatus(w, http.StatusServiceUnavailable, map[string]any{statusKey: "starting"})
 		return
 	}
 	rt := s.acquire()
@@ -33,10 +35,10 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if problems := rt.ready(ctx); len(problems) > 0 {
-		writeJSONStatus(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "targets": problems})
+		writeJSONStatus(w, http.StatusServiceUnavailable, map[string]any{statusKey: "not ready", "targets": problems})
 		return
 	}
-	writeJSONStatus(w, http.StatusOK, map[string]any{"status": "ready"})
+	writeJSONStatus(w, http.StatusOK, map[string]any{statusKey: "ready"})
 }
 
 func writeJSONStatus(w http.ResponseWriter, status int, v any) {

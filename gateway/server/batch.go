@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/gateway"
@@ -85,9 +86,9 @@ func (p *batchPlan) failCycles() {
 			case unvisited:
 				visit(j)
 			case onStack:
-				for k := len(stack) - 1; k >= 0; k-- {
-					p.err[stack[k]] = dependsOnError("depends_on forms a cycle")
-					if stack[k] == j {
+				for _, s := range slices.Backward(stack) {
+					p.err[s] = dependsOnError("depends_on forms a cycle")
+					if s == j {
 						break
 					}
 				}

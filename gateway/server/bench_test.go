@@ -70,7 +70,7 @@ log: {level: error}
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}

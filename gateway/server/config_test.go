@@ -45,9 +45,8 @@ func compareShape(t *testing.T, path string, typ reflect.Type, node, root map[st
 			t.Errorf("%s: schema object must set additionalProperties: false", orRoot(path))
 		}
 		fields := map[string]reflect.Type{}
-		for i := range typ.NumField() {
-			f := typ.Field(i)
-			name := strings.Split(f.Tag.Get("yaml"), ",")[0]
+		for f := range typ.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 			if !f.IsExported() || name == "" || name == "-" {
 				continue
 			}
@@ -86,7 +85,7 @@ func compareShape(t *testing.T, path string, typ reflect.Type, node, root map[st
 func resolveRef(t *testing.T, root map[string]any, ref string) map[string]any {
 	t.Helper()
 	node := root
-	for _, part := range strings.Split(strings.TrimPrefix(ref, "#/"), "/") {
+	for part := range strings.SplitSeq(strings.TrimPrefix(ref, "#/"), "/") {
 		next, ok := node[part].(map[string]any)
 		if !ok {
 			t.Fatalf("unresolvable $ref %s", ref)
@@ -164,8 +163,7 @@ func TestConfigErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("accepted")
 			}
-			var list config.ErrorList
-			if !errors.As(err, &list) {
+			if _, ok := errors.AsType[config.ErrorList](err); !ok {
 				t.Fatalf("error is %T, want config.ErrorList: %v", err, err)
 			}
 			for _, w := range tt.want {

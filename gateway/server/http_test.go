@@ -191,7 +191,7 @@ func TestMaxConnections(t *testing.T) {
 		t.Fatalf("after freeing slots: %v", err)
 	}
 	_ = resp.Body.Close()
-	if resp.StatusCode != 200 {
+	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
 }

@@ -81,7 +81,7 @@ func callOnce(ts *testServer, body, wantResult string) error {
 			break
 		}
 	}
-	if resp.StatusCode != 200 || !strings.Contains(b.String(), `"result":`+wantResult+`,`) {
+	if resp.StatusCode != http.StatusOK || !strings.Contains(b.String(), `"result":`+wantResult+`,`) {
 		return fmt.Errorf("status %d body %s", resp.StatusCode, b.String())
 	}
 	return nil
@@ -102,7 +102,7 @@ func TestReloadUnderLoadLosesNothing(t *testing.T) {
 	l := startLoad(t, ts, 8)
 	for i := range 20 {
 		time.Sleep(15 * time.Millisecond)
-		writeFile(t, dir, "gatehouse.yaml", cfgFor(2 + i))
+		writeFile(t, dir, "gatehouse.yaml", cfgFor(2+i))
 		if err := ts.ReloadFile(path); err != nil {
 			t.Fatalf("reload %d: %v", i, err)
 		}

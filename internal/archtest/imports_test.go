@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -105,7 +106,7 @@ func TestCoreHasNoThirdPartyTypes(t *testing.T) {
 			continue
 		}
 		for _, imp := range p.Imports {
-			first := strings.SplitN(imp, "/", 2)[0]
+			first, _, _ := strings.Cut(imp, "/")
 			std := !strings.Contains(first, ".")
 			if std || strings.HasPrefix(imp, module+"/") || coreThirdParty[imp] {
 				continue
@@ -133,10 +134,5 @@ func TestLayerNames(t *testing.T) {
 }
 
 func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(list, s)
 }
