@@ -165,10 +165,7 @@ func (d *decoder) decode() (Payload, *DecodeError) {
 
 // batch decodes the array at d.pos: each element is a member.
 func (d *decoder) batch() bool {
-	d.pos++ // depth 1 is always allowed: MaxDepth is at least 1
-	d.ws()
-	if d.peek() == ']' {
-		d.pos++
+	if d.open(']') { // depth 1 is always allowed: MaxDepth is at least 1
 		return true
 	}
 	for n := 1; ; n++ {
@@ -188,16 +185,8 @@ func (d *decoder) batch() bool {
 		if !ok {
 			return false
 		}
-		d.ws()
-		switch d.peek() {
-		case ',':
-			d.pos++
-			d.ws()
-		case ']':
-			d.pos++
-			return true
-		default:
-			return false
+		if more, ok := d.next(']'); !more {
+			return ok
 		}
 	}
 }

@@ -58,11 +58,8 @@ func (d *decoder) paramsObject(m *draft, depth int) bool {
 	if depth > d.maxDepth {
 		return d.tooDeep()
 	}
-	d.pos++
-	d.ws()
-	if d.peek() == '}' {
-		d.pos++
-		return true
+	if d.open('}') {
+		return true // empty
 	}
 	d.pm = d.pm[:0]
 	reserved := false
@@ -88,20 +85,16 @@ func (d *decoder) paramsObject(m *draft, depth int) bool {
 			d.pm = append(d.pm, span{start, d.pos})
 		}
 		reserved = reserved || r != reservedNone
-		d.ws()
-		switch d.peek() {
-		case ',':
-			d.pos++
-			d.ws()
-		case '}':
-			d.pos++
+		more, ok := d.next('}')
+		if !ok {
+			return false
+		}
+		if !more {
 			d.closeNames(set)
 			if reserved {
 				d.rewriteParams(m)
 			}
 			return true
-		default:
-			return false
 		}
 	}
 }

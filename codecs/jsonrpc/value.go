@@ -43,26 +43,15 @@ func (d *decoder) array(depth int) bool {
 	if depth > d.maxDepth {
 		return d.tooDeep()
 	}
-	d.pos++
-	d.ws()
-	if d.peek() == ']' {
-		d.pos++
-		return true
+	if d.open(']') {
+		return true // empty
 	}
 	for {
 		if !d.value(depth) {
 			return false
 		}
-		d.ws()
-		switch d.peek() {
-		case ',':
-			d.pos++
-			d.ws()
-		case ']':
-			d.pos++
-			return true
-		default:
-			return false
+		if more, ok := d.next(']'); !more {
+			return ok
 		}
 	}
 }
@@ -72,11 +61,8 @@ func (d *decoder) object(depth int) bool {
 	if depth > d.maxDepth {
 		return d.tooDeep()
 	}
-	d.pos++
-	d.ws()
-	if d.peek() == '}' {
-		d.pos++
-		return true
+	if d.open('}') {
+		return true // empty
 	}
 	set := d.openNames()
 	for {
@@ -94,17 +80,13 @@ func (d *decoder) object(depth int) bool {
 		if !d.value(depth) {
 			return false
 		}
-		d.ws()
-		switch d.peek() {
-		case ',':
-			d.pos++
-			d.ws()
-		case '}':
-			d.pos++
+		more, ok := d.next('}')
+		if !ok {
+			return false
+		}
+		if !more {
 			d.closeNames(set)
 			return true
-		default:
-			return false
 		}
 	}
 }
@@ -165,4 +147,33 @@ func (d *decoder) addName(set *nameSet, ref nameRef) bool {
 	}
 	set.large[string(name)] = struct{}{}
 	return false
+}
+
+// open enters the container at d.pos and reports whether it is empty (then consumed whole,
+// up to its closing byte end).
+func (d *decoder) open(end byte) (empty bool) {
+	d.pos++
+	d.ws()
+	if d.peek() == end {
+		d.pos++
+		return true
+	}
+	return false
+}
+
+// next reads what follows an element of a container closed by end: a comma (more is true)
+// or the closing byte (more is false). ok is false when it is neither.
+func (d *decoder) next(end byte) (more, ok bool) {
+	d.ws()
+	switch d.peek() {
+	case ',':
+		d.pos++
+		d.ws()
+		return true, true
+	case end:
+		d.pos++
+		return false, true
+	default:
+		return false, false
+	}
 }
