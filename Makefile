@@ -15,11 +15,13 @@ GOLANGCI_LINT := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 export GOTOOLCHAIN := local
 
+include make/proto.mk
+
 .DEFAULT_GOAL := help
 
 .PHONY: help
 help: ## show this list
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## build bin/gatehouse
@@ -33,6 +35,7 @@ run: build ## build and serve configs/gatehouse.yaml (boundary 127.0.0.1:8080, a
 test: ## vet, lint, the whole suite with -race, and a bounded fuzz pass (FUZZTIME per target)
 	$(GO) mod verify
 	$(GO) vet ./...
+	$(MAKE) --no-print-directory proto-check
 	$(MAKE) --no-print-directory lint
 	$(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz

@@ -1,0 +1,169 @@
+// Package calculator is the demo gRPC backend: calculator.v1.CalculatorService, serving the
+// JSON-RPC 2.0 specification's example methods plus streaming ones, with gRPC health and
+// server reflection. The default configuration starts it on loopback so the first tour
+// shows real JSON-RPC → gRPC transcoding; tests use it as a real backend.
+package calculator
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"net"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	calculatorv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/calculator/v1"
+)
+
+// Limits of the streaming methods, so a demo backend cannot be made to run forever.
+const (
+	MaxCount         = 10_000
+	MaxCountInterval = 10 * time.Second
+)
+
+// Service implements calculator.v1.CalculatorService.
+type Service struct {
+	calculatorv1.UnimplementedCalculatorServiceServer
+}
+
+var _ calculatorv1.CalculatorServiceServer = (*Service)(nil)
+
+// NewServer returns a gRPC server with the calculator, health and reflection registered.
+func NewServer(opts ...grpc.ServerOption) *grpc.Server {
+	gs := grpc.NewServer(opts...)
+	calculatorv1.RegisterCalculatorServiceServer(gs, &Service{})
+	hs := health.NewServer()
+	hs.SetServingStatus(calculatorv1.CalculatorService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(gs, hs)
+	reflection.Register(gs)
+	return gs
+}
+
+// Serve runs the calculator on ln until ctx is done, then stops gracefully.
+func Serve(ctx context.Context, ln net.Listener) error {
+	gs := NewServer()
+	errc := make(chan error, 1)
+	go func() { errc <- gs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		gs.GracefulStop()
+		<-errc
+		return nil
+	}
+}
+
+// Subtract returns minuend − subtrahend.
+func (*Service) Subtract(_ context.Context, r *calculatorv1.SubtractRequest) (*calculatorv1.SubtractResponse, error) {
+	return &calculatorv1.SubtractResponse{Result: r.GetMinuend() - r.GetSubtrahend()}, finite(r.GetMinuend() - r.GetSubtrahend())
+}
+
+// Sum returns the sum of the values.
+func (*Service) Sum(_ context.Context, r *calculatorv1.SumRequest) (*calculatorv1.SumResponse, error) {
+	var s float64
+	for _, v := range r.GetValues() {
+		s += v
+	}
+	return &calculatorv1.SumResponse{Result: s}, finite(s)
+}
+
+// Update accepts values and does nothing with them (the specification's notification).
+func (*Service) Update(context.Context, *calculatorv1.UpdateRequest) (*emptypb.Empty, error) {
+	return &emptypb.Empty{}, nil
+}
+
+// NotifyHello accepts a value and does nothing with it.
+func (*Service) NotifyHello(context.Context, *calculatorv1.NotifyHelloRequest) (*emptypb.Empty, error) {
+	return &emptypb.Empty{}, nil
+}
+
+// NotifySum accepts values and does nothing with them.
+func (*Service) NotifySum(context.Context, *calculatorv1.NotifySumRequest) (*emptypb.Empty, error) {
+	return &emptypb.Empty{}, nil
+}
+
+// GetData returns ["hello", 5].
+func (*Service) GetData(context.Context, *calculatorv1.GetDataRequest) (*calculatorv1.GetDataResponse, error) {
+	return &calculatorv1.GetDataResponse{Result: []*structpb.Value{structpb.NewStringValue("hello"), structpb.NewNumberValue(5)}}, nil
+}
+
+// Count streams the integers from..to (inclusive), one every interval.
+func (*Service) Count(r *calculatorv1.CountRequest, stream grpc.ServerStreamingServer[calculatorv1.CountResponse]) error {
+	from, to := r.GetFrom(), r.GetTo()
+	interval := r.GetInterval().AsDuration()
+	switch {
+	case to < from:
+		return status.Error(codes.InvalidArgument, "to must not be less than from")
+	case to-from >= MaxCount:
+		return status.Errorf(codes.InvalidArgument, "at most %d values per call", MaxCount)
+	case interval < 0 || interval > MaxCountInterval:
+		return status.Errorf(codes.InvalidArgument, "interval must be between 0 and %s", MaxCountInterval)
+	}
+	for v := from; v <= to; v++ {
+		if v > from && interval > 0 {
+			select {
+			case <-stream.Context().Done():
+				return status.FromContextError(stream.Context().Err()).Err()
+			case <-time.After(interval):
+			}
+		}
+		if err := stream.Send(&calculatorv1.CountResponse{Value: v}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SumStream sums the values the client streams.
+func (*Service) SumStream(stream grpc.ClientStreamingServer[calculatorv1.SumStreamRequest, calculatorv1.SumStreamResponse]) error {
+	var sum float64
+	var n uint64
+	for {
+		r, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return stream.SendAndClose(&calculatorv1.SumStreamResponse{Result: sum, Count: n})
+		}
+		if err != nil {
+			return err
+		}
+		sum += r.GetValue()
+		n++
+	}
+}
+
+// Accumulate answers each delta with the running total.
+func (*Service) Accumulate(stream grpc.BidiStreamingServer[calculatorv1.AccumulateRequest, calculatorv1.AccumulateResponse]) error {
+	var total int64
+	var n uint64
+	for {
+		r, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		total += r.GetDelta()
+		n++
+		if err := stream.Send(&calculatorv1.AccumulateResponse{Total: total, Count: n}); err != nil {
+			return err
+		}
+	}
+}
+
+func finite(v float64) error {
+	if math.IsInf(v, 0) || math.IsNaN(v) {
+		return status.Error(codes.OutOfRange, "result out of range")
+	}
+	return nil
+}
