@@ -54,7 +54,7 @@ func FuzzAppendEvent(f *testing.F) {
 		}
 		// Joining the data lines back gives the payload, with CRLF normalised to LF.
 		var lines []string
-		for _, l := range strings.Split(strings.TrimSuffix(frame, "\n\n"), "\n") {
+		for l := range strings.SplitSeq(strings.TrimSuffix(frame, "\n\n"), "\n") {
 			if v, ok := strings.CutPrefix(l, "data: "); ok {
 				lines = append(lines, v)
 			}

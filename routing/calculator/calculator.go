@@ -58,8 +58,7 @@ func Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 		gs.GracefulStop()
-		<-errc
-		return nil
+		return <-errc // nil after GracefulStop
 	}
 }
 
