@@ -80,7 +80,8 @@ type Call struct {
 	// Method is the JSON-RPC method name.
 	Method string
 	// Params is the raw JSON of params (an object or an array) with the gateway's reserved
-	// members removed; nil when the request had none.
+	// members removed; nil when the request had none. It may alias the face's read buffer:
+	// it is valid until the handler returns, and a target that keeps it must copy it.
 	Params []byte
 	// ID is the request id; the zero ID marks a notification.
 	ID jsonrpc.ID
@@ -96,6 +97,9 @@ type Call struct {
 	Protocol Protocol
 	// Target is the backend the routing stage chose; nil before routing.
 	Target Target
+	// Input is the stream of messages the caller sends after the call has started (to a
+	// client-streaming or bidirectional method); nil when the face offers none.
+	Input Stream
 }
 
 // IsNotification reports whether the call expects no response.

@@ -87,8 +87,13 @@ func Deadline(cfg DeadlineConfig, now func() time.Time) gateway.Middleware {
 					With("min_remaining_ms", cfg.MinRemaining.Milliseconds())
 			}
 			ctx, cancel := context.WithDeadline(ctx, call.Deadline)
-			defer cancel()
-			return next(ctx, call)
+			res, err := next(ctx, call)
+			if res != nil && res.Stream != nil {
+				res.Stream = gateway.AfterClose(res.Stream, cancel) // the stream runs under the deadline
+				return res, err
+			}
+			cancel()
+			return res, err
 		}
 	}
 }

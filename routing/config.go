@@ -1,14 +1,27 @@
 package routing
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/routing/grpcbackend"
 )
 
 // Config is the routing section of the configuration file.
 type Config struct {
 	// Demo enables the built-in demo target when present.
 	Demo *DemoConfig `yaml:"demo" json:"demo,omitempty"`
+	// GRPC lists the gRPC backends and the methods routed to them.
+	GRPC []grpcbackend.Config `yaml:"grpc" json:"grpc,omitempty"`
+}
+
+// BuildOptions are what targets need beyond their configuration.
+type BuildOptions struct {
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // DemoConfig configures the built-in demo target.
@@ -18,16 +31,105 @@ type DemoConfig struct {
 	Delay time.Duration `yaml:"delay" json:"delay,omitempty"`
 }
 
-// Build returns the method table for cfg.
-func Build(cfg Config) (*Table, error) {
-	tb := NewTable()
+// Build returns the method table for cfg. Targets holding resources (connections) are
+// closed again if the table cannot be built; otherwise closing them is the caller's job
+// (Table.Targets, gateway.Closer).
+func Build(cfg Config, opts BuildOptions) (tb *Table, err error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	tb = NewTable()
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, tb.Close())
+		}
+	}()
 	if cfg.Demo != nil {
 		d := NewDemo(*cfg.Demo)
 		for _, m := range d.Methods() {
 			if err := tb.Add(m, d); err != nil {
-				return nil, fmt.Errorf("routing demo: %w", err)
+				return tb, fmt.Errorf("routing demo: %w", err)
 			}
 		}
 	}
+	for _, bc := range cfg.GRPC {
+		b, err := grpcbackend.New(bc, opts.Logger, opts.Now)
+		if err != nil {
+			return tb, fmt.Errorf("routing grpc: %w", err)
+		}
+		if err := addBackend(tb, b); err != nil {
+			_ = b.Close()
+			return tb, fmt.Errorf("routing grpc: %w", err)
+		}
+	}
 	return tb, nil
+}
+
+func addBackend(tb *Table, b *grpcbackend.Backend) error {
+	methods, prefixes := b.Routes()
+	for _, m := range methods {
+		if err := tb.Add(m, b); err != nil {
+			return err
+		}
+	}
+	for _, p := range prefixes {
+		if err := tb.AddPrefix(p, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close closes every target of the table that holds resources.
+func (tb *Table) Close() error {
+	var errs []error
+	for _, t := range tb.Targets() {
+		if c, ok := t.(gateway.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks cfg without building anything: every backend's own rules, unique backend
+// names, and no method name or prefix claimed twice.
+func (c Config) Validate() error {
+	owner := map[string]string{}
+	claim := func(kind, name, by string) error {
+		key := kind + "\x00" + name
+		if prev, ok := owner[key]; ok {
+			return fmt.Errorf("%s %q is served by both %q and %q", kind, name, prev, by)
+		}
+		owner[key] = by
+		return nil
+	}
+	if c.Demo != nil {
+		for _, m := range NewDemo(*c.Demo).Methods() {
+			_ = claim("method", m, "demo")
+		}
+	}
+	names := map[string]bool{}
+	for _, b := range c.GRPC {
+		if names[b.Name] {
+			return fmt.Errorf("two gRPC backends are named %q", b.Name)
+		}
+		names[b.Name] = true
+		if err := b.Validate(); err != nil {
+			return err
+		}
+		for m := range b.Methods {
+			if err := claim("method", m, b.Name); err != nil {
+				return err
+			}
+		}
+		for _, s := range b.Services {
+			if err := claim("method prefix", s.Prefix, b.Name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

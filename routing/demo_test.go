@@ -72,7 +72,7 @@ func TestDemoDelayRespectsDeadline(t *testing.T) {
 }
 
 func TestTableRouteAndDuplicates(t *testing.T) {
-	tb, err := routing.Build(routing.Config{Demo: &routing.DemoConfig{}})
+	tb, err := routing.Build(routing.Config{Demo: &routing.DemoConfig{}}, routing.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -11,11 +12,32 @@ import (
 
 // Table maps method names to targets. Build it with Add, then only read it.
 type Table struct {
-	methods map[string]gateway.Target
+	methods  map[string]gateway.Target
+	prefixes []prefixRoute // longest prefix first
+}
+
+// prefixRoute sends every method name under prefix to target (a backend exposing a whole
+// service resolves the rest of the name itself).
+type prefixRoute struct {
+	prefix string
+	target gateway.Target
 }
 
 // NewTable returns an empty table.
 func NewTable() *Table { return &Table{methods: make(map[string]gateway.Target)} }
+
+// AddPrefix routes every method name starting with prefix, that no exact route claims, to
+// t. Among prefixes the longest match wins; adding the same prefix twice is an error.
+func (tb *Table) AddPrefix(prefix string, t gateway.Target) error {
+	for _, p := range tb.prefixes {
+		if p.prefix == prefix {
+			return fmt.Errorf("method prefix %q is served by both %q and %q", prefix, p.target.Name(), t.Name())
+		}
+	}
+	tb.prefixes = append(tb.prefixes, prefixRoute{prefix, t})
+	sort.SliceStable(tb.prefixes, func(i, j int) bool { return len(tb.prefixes[i].prefix) > len(tb.prefixes[j].prefix) })
+	return nil
+}
 
 // Add routes method to t. Adding a method twice is an error naming both targets.
 func (tb *Table) Add(method string, t gateway.Target) error {
@@ -26,10 +48,17 @@ func (tb *Table) Add(method string, t gateway.Target) error {
 	return nil
 }
 
-// Lookup returns the target for method.
+// Lookup returns the target for method: its exact route, else the longest prefix route.
 func (tb *Table) Lookup(method string) (gateway.Target, bool) {
-	t, ok := tb.methods[method]
-	return t, ok
+	if t, ok := tb.methods[method]; ok {
+		return t, true
+	}
+	for _, p := range tb.prefixes {
+		if strings.HasPrefix(method, p.prefix) {
+			return p.target, true
+		}
+	}
+	return nil, false
 }
 
 // Methods returns the routed method names, sorted.
@@ -46,11 +75,17 @@ func (tb *Table) Methods() []string {
 func (tb *Table) Targets() []gateway.Target {
 	seen := make(map[gateway.Target]bool)
 	var out []gateway.Target
-	for _, t := range tb.methods {
+	add := func(t gateway.Target) {
 		if !seen[t] {
 			seen[t] = true
 			out = append(out, t)
 		}
+	}
+	for _, t := range tb.methods {
+		add(t)
+	}
+	for _, p := range tb.prefixes {
+		add(p.target)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out
@@ -60,7 +95,7 @@ func (tb *Table) Targets() []gateway.Target {
 // METHOD_NOT_FOUND.
 func (tb *Table) Route(next gateway.Handler) gateway.Handler {
 	return func(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
-		t, ok := tb.methods[call.Method]
+		t, ok := tb.Lookup(call.Method)
 		if !ok {
 			return nil, errMethodNotFound
 		}

@@ -1,7 +1,8 @@
 // Command gatehouse is the Gatehouse protocol gateway.
 //
-//	gatehouse serve [--config FILE] [--boundary-addr ADDR] [--admin-addr ADDR]
+//	gatehouse serve [--config FILE] [--boundary-addr ADDR] [--admin-addr ADDR] [--internal-addr ADDR]
 //	gatehouse validate --config FILE
+//	gatehouse demo-grpc [--addr ADDR]
 //	gatehouse version
 package main
 
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway/server"
 	"github.com/gatehouse-dev/gatehouse/observability"
+	"github.com/gatehouse-dev/gatehouse/routing/calculator"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -29,8 +32,9 @@ func main() {
 }
 
 const usage = `usage:
-  gatehouse serve [--config FILE] [--boundary-addr ADDR] [--admin-addr ADDR]
+  gatehouse serve [--config FILE] [--boundary-addr ADDR] [--admin-addr ADDR] [--internal-addr ADDR]
   gatehouse validate --config FILE
+  gatehouse demo-grpc [--addr ADDR]   the demo calculator.v1 gRPC backend on its own
   gatehouse version
 `
 
@@ -45,6 +49,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serve(args[1:], stderr)
 	case "validate":
 		return validate(args[1:], stdout, stderr)
+	case "demo-grpc":
+		return demoGRPC(args[1:], stderr)
 	case "version":
 		fmt.Fprintln(stdout, "gatehouse", buildVersion())
 		return 0
@@ -92,6 +98,7 @@ func serve(args []string, stderr io.Writer) int {
 	file := fs.String("config", "", "configuration file (default: the embedded configuration)")
 	boundary := fs.String("boundary-addr", "", "boundary listener address, overriding server.boundary.addr")
 	admin := fs.String("admin-addr", "", "admin listener address, overriding server.admin.addr")
+	internal := fs.String("internal-addr", "", "internal gRPC listener address, overriding server.internal.addr")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -100,7 +107,7 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	overrides := server.ListenOverrides{BoundaryAddr: *boundary, AdminAddr: *admin}
+	overrides := server.ListenOverrides{BoundaryAddr: *boundary, AdminAddr: *admin, InternalAddr: *internal}
 	overrides.Apply(cfg)
 
 	level := new(slog.LevelVar)
@@ -130,6 +137,29 @@ func serve(args []string, stderr io.Writer) int {
 	}
 	if err := srv.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		logger.Error("server stopped with an error", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// demoGRPC serves the demo calculator backend until SIGTERM or Ctrl-C.
+func demoGRPC(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("demo-grpc", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:50061", "address to serve calculator.v1 on")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "calculator.v1 serving on %s\n", ln.Addr())
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := calculator.Serve(ctx, ln); err != nil {
+		fmt.Fprintln(stderr, err)
 		return 1
 	}
 	return 0

@@ -21,6 +21,38 @@ func AppendResult(dst []byte, id ID, result []byte) []byte {
 	return append(dst, '}')
 }
 
+// AppendStreamMessage appends the notification that carries message seq (from 0) of the
+// streamed result of request id:
+//
+//	{"jsonrpc":"2.0","method":"$/stream","params":{"id":<id>,"seq":<seq>,"value":<value>}}
+func AppendStreamMessage(dst []byte, id ID, seq int, value []byte) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","method":"`+MethodStream+`","params":{"id":`...)
+	dst = append(dst, id.Raw()...)
+	dst = append(dst, `,"seq":`...)
+	dst = strconv.AppendInt(dst, int64(seq), 10)
+	dst = append(dst, `,"value":`...)
+	if len(value) == 0 {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, value...)
+	}
+	return append(dst, "}}"...)
+}
+
+// Methods of the gateway's streaming protocol. Method names beginning with "$/" belong to
+// the gateway: they are handled by the face and never routed.
+const (
+	// MethodStream (server → client) carries one message of a streamed result.
+	MethodStream = "$/stream"
+	// MethodStreamSend (client → server) sends a message to a client-streaming call:
+	// params {id, value}.
+	MethodStreamSend = "$/stream/send"
+	// MethodStreamEnd (client → server) ends a client-streaming call's input: params {id}.
+	MethodStreamEnd = "$/stream/end"
+	// MethodCancelRequest (client → server) cancels a request in flight: params {id}.
+	MethodCancelRequest = "$/cancelRequest"
+)
+
 // AppendError appends the error response
 // {"jsonrpc":"2.0","error":{"code":...,"message":...,"data":...},"id":...} to dst. data is
 // raw JSON written as is, and the data member is left out when data is nil.

@@ -157,7 +157,7 @@ func (rt *runtime) runPlanned(ctx context.Context, ex *exchange, m *jsonrpc.Memb
 		return outcome{err: gateway.AsError(ctx.Err()).With("layer", "batch"), id: id, silent: silent}
 	}
 	defer func() { <-sem }()
-	return rt.call(ctx, ex, &m.Request)
+	return rt.call(ctx, ex, &m.Request, false)
 }
 
 func memberID(m *jsonrpc.Member) jsonrpc.ID {

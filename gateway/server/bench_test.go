@@ -12,6 +12,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/gatehouse-dev/gatehouse/routing/calculator"
+	calculatorv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/calculator/v1"
 )
 
 // The end-to-end benchmarks measure calls through a real loopback HTTP/1.1 connection. The
@@ -61,12 +68,17 @@ func BenchmarkBatch(b *testing.B) {
 
 func benchGateway(b *testing.B) string {
 	b.Helper()
+	return benchGatewayYAML(b, "routing: {demo: {}}\n")
+}
+
+// benchGatewayYAML starts a gateway on loopback with routing (and anything else) from extra.
+func benchGatewayYAML(b *testing.B, extra string) string {
+	b.Helper()
 	cfg, err := Parse("bench.yaml", []byte(`
 server: {boundary: {addr: "127.0.0.1:0"}, admin: {addr: "127.0.0.1:0"}}
 auth: {anonymous: {}}
-routing: {demo: {}}
 log: {level: error}
-`))
+`+extra))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -153,4 +165,56 @@ func post(client *http.Client, url, body, want string) error {
 		return fmt.Errorf("%w: %s", errUnexpected, out)
 	}
 	return nil
+}
+
+// BenchmarkGRPCEndToEnd compares a JSON-RPC call transcoded to gRPC through the gateway with
+// a direct grpc-go client call of the same method on the same calculator backend. The
+// figure of interest is gateway calls/s ÷ direct calls/s (direct ns/op ÷ gateway ns/op).
+func BenchmarkGRPCEndToEnd(b *testing.B) {
+	addr, stop, err := calculator.Start("127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = stop() })
+
+	b.Run("gateway", func(b *testing.B) {
+		url := benchGatewayYAML(b, fmt.Sprintf(`
+routing:
+  grpc:
+    - name: calculator
+      address: %q
+      descriptors: {reflection: true}
+      methods: {subtract: calculator.v1.CalculatorService/Subtract}
+      unwrap: {subtract: result}
+`, addr))
+		for i := 0; ; i++ { // descriptors load in the background
+			if post(benchClient(), url, subtractBody, `"result":19`) == nil {
+				break
+			}
+			if i > 200 {
+				b.Fatal("backend never became ready")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		benchPost(b, url, subtractBody, `"result":19`)
+	})
+	b.Run("direct", func(b *testing.B) {
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer func() { _ = conn.Close() }()
+		client := calculatorv1.NewCalculatorServiceClient(conn)
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				r, err := client.Subtract(context.Background(), &calculatorv1.SubtractRequest{Minuend: 42, Subtrahend: 23})
+				if err != nil || r.GetResult() != 19 {
+					b.Error(r, err)
+					return
+				}
+			}
+		})
+	})
 }

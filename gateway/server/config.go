@@ -11,6 +11,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/configs"
 	"github.com/gatehouse-dev/gatehouse/gateway/config"
+	"github.com/gatehouse-dev/gatehouse/gateway/state"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/resilience"
 	"github.com/gatehouse-dev/gatehouse/routing"
@@ -28,6 +29,7 @@ type Config struct {
 	Auth      auth.Config               `yaml:"auth" json:"auth"`
 	Routing   routing.Config            `yaml:"routing" json:"routing"`
 	Log       observability.LogConfig   `yaml:"log" json:"log"`
+	State     state.Config              `yaml:"state" json:"state"`
 
 	// file is where the configuration was read from ("" for the embedded default).
 	file string
@@ -38,6 +40,11 @@ type Config struct {
 type ServerConfig struct {
 	Boundary BoundaryConfig `yaml:"boundary" json:"boundary"`
 	Admin    AdminConfig    `yaml:"admin" json:"admin"`
+	// Internal is the internal gRPC listener; absent, it is not served.
+	Internal *InternalConfig `yaml:"internal" json:"internal,omitempty"`
+	// DemoGRPC starts the built-in calculator.v1 gRPC backend (routing/calculator) on
+	// this listener, for the tour and tests; absent, it is not started.
+	DemoGRPC *AdminConfig `yaml:"demo_grpc" json:"demo_grpc,omitempty"`
 	// ShutdownGrace bounds how long in-flight calls may take to finish after SIGTERM.
 	ShutdownGrace time.Duration `yaml:"shutdown_grace" json:"shutdown_grace,omitempty"`
 	// WatchConfig reloads the configuration when its file changes (default true).
@@ -66,6 +73,9 @@ type JSONRPCConfig struct {
 	MaxBodyBytes   int64 `yaml:"max_body_bytes" json:"max_body_bytes,omitempty"`
 	MaxDepth       int   `yaml:"max_depth" json:"max_depth,omitempty"`
 	MaxStringBytes int   `yaml:"max_string_bytes" json:"max_string_bytes,omitempty"`
+	// MaxCollectedBytes bounds a streamed result gathered into one array (batch members,
+	// HTTP callers that do not accept text/event-stream).
+	MaxCollectedBytes int64 `yaml:"max_collected_bytes" json:"max_collected_bytes,omitempty"`
 }
 
 // BatchConfig governs JSON-RPC batches.
@@ -94,6 +104,9 @@ type WebSocketConfig struct {
 	// SendQueue is how many responses may wait to be written; a consumer that lets it fill
 	// is disconnected as too slow.
 	SendQueue int `yaml:"send_queue" json:"send_queue,omitempty"`
+	// InputQueue bounds the messages a client-streaming call may have waiting ($/stream/send);
+	// past it the call fails with OVERLOADED.
+	InputQueue int `yaml:"input_queue" json:"input_queue,omitempty"`
 	// AllowedOrigins lists the browser origins allowed to connect; "*" allows any. Requests
 	// without an Origin header (non-browser clients) are always allowed.
 	AllowedOrigins []string `yaml:"allowed_origins" json:"allowed_origins,omitempty"`
@@ -113,6 +126,7 @@ const (
 	DefaultMaxBodyBytes      = 1 << 20
 	DefaultMaxDepth          = jsonrpc.DefaultMaxDepth
 	DefaultMaxStringBytes    = 256 << 10
+	DefaultMaxCollectedBytes = 4 << 20
 	DefaultBatchMaxSize      = 50
 	DefaultBatchConcurrency  = 16
 	DefaultWSMaxInFlight     = 64
@@ -120,6 +134,7 @@ const (
 	DefaultWSPongTimeout     = 10 * time.Second
 	DefaultWSWriteTimeout    = 10 * time.Second
 	DefaultWSSendQueue       = 256
+	DefaultWSInputQueue      = 64
 )
 
 // applyDefaults fills every zero limit with its default.
@@ -127,6 +142,10 @@ func (c *Config) applyDefaults() {
 	s := &c.Server
 	setDefault(&s.Boundary.Addr, DefaultBoundaryAddr)
 	setDefault(&s.Admin.Addr, DefaultAdminAddr)
+	if s.Internal != nil {
+		setDefault(&s.Internal.Addr, DefaultInternalAddr)
+		setDefault(&s.Internal.MaxRecvBytes, DefaultGRPCRecvBytes)
+	}
 	setDefault(&s.ShutdownGrace, DefaultShutdownGrace)
 	setDefault(&s.Boundary.MaxConnections, DefaultMaxConnections)
 	setDefault(&s.Boundary.MaxHeaderBytes, DefaultMaxHeaderBytes)
@@ -137,6 +156,7 @@ func (c *Config) applyDefaults() {
 	setDefault(&c.JSONRPC.MaxBodyBytes, DefaultMaxBodyBytes)
 	setDefault(&c.JSONRPC.MaxDepth, DefaultMaxDepth)
 	setDefault(&c.JSONRPC.MaxStringBytes, DefaultMaxStringBytes)
+	setDefault(&c.JSONRPC.MaxCollectedBytes, DefaultMaxCollectedBytes)
 	setDefault(&c.Batch.MaxSize, DefaultBatchMaxSize)
 	setDefault(&c.Batch.Concurrency, DefaultBatchConcurrency)
 	if ws := c.WebSocket; ws != nil {
@@ -146,6 +166,7 @@ func (c *Config) applyDefaults() {
 		setDefault(&ws.PongTimeout, DefaultWSPongTimeout)
 		setDefault(&ws.WriteTimeout, DefaultWSWriteTimeout)
 		setDefault(&ws.SendQueue, DefaultWSSendQueue)
+		setDefault(&ws.InputQueue, DefaultWSInputQueue)
 	}
 	c.Deadline = c.Deadline.WithDefaults()
 }
@@ -164,7 +185,14 @@ func (c *Config) validate(doc *config.Document) config.ErrorList {
 	bad := func(path, format string, args ...any) {
 		errs = append(errs, doc.Errorf(path, format, args...))
 	}
-	for path, addr := range map[string]string{"server.boundary.addr": c.Server.Boundary.Addr, "server.admin.addr": c.Server.Admin.Addr} {
+	addrs := map[string]string{"server.boundary.addr": c.Server.Boundary.Addr, "server.admin.addr": c.Server.Admin.Addr}
+	if c.Server.Internal != nil {
+		addrs["server.internal.addr"] = c.Server.Internal.Addr
+	}
+	if c.Server.DemoGRPC != nil {
+		addrs["server.demo_grpc.addr"] = c.Server.DemoGRPC.Addr
+	}
+	for path, addr := range addrs {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			bad(path, "not a host:port address")
 		}
@@ -175,10 +203,13 @@ func (c *Config) validate(doc *config.Document) config.ErrorList {
 	if c.Deadline.MinRemaining >= c.Deadline.Default {
 		bad("deadline.min_remaining", "min_remaining (%s) must be shorter than default (%s)", c.Deadline.MinRemaining, c.Deadline.Default)
 	}
+	if err := c.State.Validate(); err != nil {
+		bad("state", "%v", err)
+	}
 	if err := c.Log.Validate(); err != nil {
 		bad("log", "%v", err)
 	}
-	if _, err := routing.Build(c.Routing); err != nil {
+	if err := c.Routing.Validate(); err != nil {
 		bad("routing", "%v", err)
 	}
 	return errs
@@ -241,6 +272,8 @@ func (c *Config) WatchEnabled() bool { return c.Server.WatchConfig == nil || *c.
 type ListenOverrides struct {
 	BoundaryAddr string
 	AdminAddr    string
+	// InternalAddr also turns the internal listener on when the file leaves it out.
+	InternalAddr string
 }
 
 // Apply writes the overrides into cfg.
@@ -250,6 +283,12 @@ func (o ListenOverrides) Apply(cfg *Config) {
 	}
 	if o.AdminAddr != "" {
 		cfg.Server.Admin.Addr = o.AdminAddr
+	}
+	if o.InternalAddr != "" {
+		if cfg.Server.Internal == nil {
+			cfg.Server.Internal = &InternalConfig{MaxRecvBytes: DefaultGRPCRecvBytes}
+		}
+		cfg.Server.Internal.Addr = o.InternalAddr
 	}
 }
 

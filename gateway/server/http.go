@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
+	"github.com/gatehouse-dev/gatehouse/codecs/sse"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -93,10 +94,26 @@ func (s *Server) handleRPC(c *gin.Context) {
 		return
 	}
 	ex := exchange{principal: principal, zone: gateway.ZoneExternal, protocol: gateway.ProtocolHTTP, deadline: deadline, traceID: traceID}
+	ex.metadata = func(md map[string][]string) {
+		for k, vs := range md {
+			for _, v := range vs {
+				w.Header().Add("Grpc-Metadata-"+k, v)
+			}
+		}
+	}
+	var events *sseWriter
+	if sse.Accepts(r.Header.Get("Accept")) {
+		events = &sseWriter{w: w}
+		ex.stream = events.deliver
+	}
 	outp := bodyPool.Get().(*[]byte)
 	defer bodyPool.Put(outp)
 	out := rt.serve(r.Context(), &ex, body, (*outp)[:0])
 	*outp = out[:0]
+	if events != nil && events.started {
+		_ = events.event(out) // the final response ends the event stream
+		return
+	}
 	if len(out) == 0 {
 		w.WriteHeader(http.StatusNoContent)
 		return

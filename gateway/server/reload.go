@@ -26,8 +26,11 @@ func (s *Server) reloadLocked(cfg *Config) error {
 	if err != nil {
 		return fmt.Errorf("building configuration: %w", err)
 	}
-	if cfg.Server.Boundary != s.listen.Boundary || cfg.Server.Admin != s.listen.Admin {
+	if !sameListeners(cfg.Server, s.listen) {
 		s.log.Warn("listener settings changed; they take effect on restart", "file", cfg.File())
+	}
+	if cfg.State != s.stateCfg {
+		s.log.Warn("state settings changed; they take effect on restart", "file", cfg.File())
 	}
 	s.setLogLevel(cfg)
 	old := s.cur.Swap(rt)
@@ -36,10 +39,17 @@ func (s *Server) reloadLocked(cfg *Config) error {
 	return nil
 }
 
-// ReloadFile loads the configuration file at path and reloads it. An invalid file is
-// refused (and logged) while the current configuration keeps serving. A file whose content
-// is unchanged since the last load is not reloaded.
+// ReloadFile loads the configuration file at path and reloads it — always, even when the
+// file is unchanged, since what it refers to (.proto files, a backend's reflection) may have
+// changed. An invalid file is refused (and logged) while the current configuration keeps
+// serving.
 func (s *Server) ReloadFile(path string) error {
+	return s.reloadFile(path, true)
+}
+
+// reloadFile reloads path; unless force is set, a file whose content is unchanged since the
+// last load is left alone (the watcher sees events that change nothing).
+func (s *Server) reloadFile(path string, force bool) error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	data, err := os.ReadFile(path)
@@ -47,7 +57,7 @@ func (s *Server) ReloadFile(path string) error {
 		s.log.Error("configuration reload refused", "file", path, "err", err)
 		return fmt.Errorf("reading config: %w", err)
 	}
-	if s.lastFile != nil && bytes.Equal(data, s.lastFile) {
+	if !force && s.lastFile != nil && bytes.Equal(data, s.lastFile) {
 		return nil
 	}
 	cfg, err := Parse(path, data)
@@ -111,7 +121,14 @@ func (s *Server) Watch(ctx context.Context, path string) error {
 			}
 			s.log.Warn("config watcher", "err", err)
 		case <-timer.C:
-			_ = s.ReloadFile(path)
+			_ = s.reloadFile(path, false)
 		}
 	}
+}
+
+// sameListeners reports whether two server sections bind the same listeners the same way.
+func sameListeners(a, b ServerConfig) bool {
+	return a.Boundary == b.Boundary && a.Admin == b.Admin &&
+		(a.Internal == nil) == (b.Internal == nil) && (a.Internal == nil || *a.Internal == *b.Internal) &&
+		(a.DemoGRPC == nil) == (b.DemoGRPC == nil) && (a.DemoGRPC == nil || *a.DemoGRPC == *b.DemoGRPC)
 }

@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"runtime/debug"
 	"time"
@@ -22,6 +24,17 @@ type exchange struct {
 	// deadline is the absolute deadline of the whole body (one request or a batch).
 	deadline time.Time
 	traceID  string
+	// stream, when set, delivers the streamed result of a single request (not a batch
+	// member) to the caller as it comes and returns the final outcome; otherwise the
+	// messages are collected into an array result.
+	stream func(ctx context.Context, id jsonrpc.ID, s gateway.Stream) outcome
+	// metadata, when set, receives the surfaced backend metadata of a single request's
+	// successful result (the HTTP face turns it into response headers).
+	metadata func(md map[string][]string)
+	// begin, when set, is called for each request with an id before it runs: it may give
+	// the call its own context (cancellable by the caller) and an input stream; end is
+	// called when the request is answered.
+	begin func(ctx context.Context, id jsonrpc.ID) (callCtx context.Context, input gateway.Stream, end func())
 }
 
 // outcome is the result of one request: exactly one of res and err is set, unless the
@@ -37,6 +50,11 @@ type outcome struct {
 // returns dst unchanged when nothing is to be sent back (only notifications).
 func (rt *runtime) serve(ctx context.Context, ex *exchange, body, dst []byte) []byte {
 	payload, derr := jsonrpc.Decode(body, rt.limitsFor(ex.principal))
+	return rt.servePayload(ctx, ex, payload, derr, dst)
+}
+
+// servePayload is serve for a body already decoded.
+func (rt *runtime) servePayload(ctx context.Context, ex *exchange, payload jsonrpc.Payload, derr *jsonrpc.DecodeError, dst []byte) []byte {
 	if derr != nil {
 		return appendError(dst, derr.ID, fromDecodeError(derr), ex.traceID)
 	}
@@ -54,10 +72,9 @@ func (rt *runtime) limitsFor(p gateway.Principal) jsonrpc.Limits {
 	return lim
 }
 
-// reject answers every request in body with err without running any (notifications stay
-// silent; malformed members get their decode error).
-func (rt *runtime) reject(body, dst []byte, p gateway.Principal, err *gateway.Error, traceID string) []byte {
-	payload, derr := jsonrpc.Decode(body, rt.limitsFor(p))
+// reject answers every request of a decoded body with err without running any
+// (notifications stay silent; malformed members get their decode error).
+func reject(payload jsonrpc.Payload, derr *jsonrpc.DecodeError, dst []byte, err *gateway.Error, traceID string) []byte {
 	if derr != nil {
 		return appendError(dst, derr.ID, fromDecodeError(derr), traceID)
 	}
@@ -102,12 +119,19 @@ func (rt *runtime) runMember(ctx context.Context, ex *exchange, m *jsonrpc.Membe
 	if m.Err != nil {
 		return outcome{err: fromDecodeError(m.Err), id: m.Err.ID}
 	}
-	return rt.call(ctx, ex, &m.Request)
+	return rt.call(ctx, ex, &m.Request, true)
 }
 
-// call runs one well-formed request through the pipeline.
-func (rt *runtime) call(ctx context.Context, ex *exchange, req *jsonrpc.Request) (out outcome) {
+// call runs one well-formed request through the pipeline; single says it is not a batch
+// member (only then may its streamed result be delivered incrementally).
+func (rt *runtime) call(ctx context.Context, ex *exchange, req *jsonrpc.Request, single bool) (out outcome) {
 	out.id, out.silent = req.ID, req.IsNotification()
+	var input gateway.Stream
+	if ex.begin != nil && !out.silent {
+		var end func()
+		ctx, input, end = ex.begin(ctx, req.ID)
+		defer end()
+	}
 	c := &gateway.Call{
 		Method:    req.Method,
 		Params:    req.Params,
@@ -117,6 +141,7 @@ func (rt *runtime) call(ctx context.Context, ex *exchange, req *jsonrpc.Request)
 		TraceID:   ex.traceID,
 		Zone:      ex.zone,
 		Protocol:  ex.protocol,
+		Input:     input,
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -130,8 +155,50 @@ func (rt *runtime) call(ctx context.Context, ex *exchange, req *jsonrpc.Request)
 		rt.logCallError(c, out.err)
 		return out
 	}
+	if res.Stream != nil {
+		return rt.streamed(ctx, ex, res.Stream, out, single)
+	}
+	if single && ex.metadata != nil && len(res.Metadata) > 0 {
+		ex.metadata(res.Metadata)
+	}
 	out.res = res
 	return out
+}
+
+// streamed turns a streamed result into the call's outcome: delivered by the face as it
+// comes, or collected into an array (batch members, faces without streaming, HTTP callers
+// that do not accept text/event-stream), bounded by jsonrpc.max_collected_bytes.
+func (rt *runtime) streamed(ctx context.Context, ex *exchange, s gateway.Stream, out outcome, single bool) outcome {
+	defer func() { _ = s.Close() }()
+	if out.silent {
+		return out
+	}
+	if single && ex.stream != nil {
+		o := ex.stream(ctx, out.id, s)
+		o.id = out.id
+		return o
+	}
+	limit := rt.cfg.JSONRPC.MaxCollectedBytes
+	arr := []byte{'['}
+	for n := 0; ; n++ {
+		msg, err := s.Recv(ctx)
+		if errors.Is(err, io.EOF) {
+			out.res = gateway.NewResult(append(arr, ']'))
+			return out
+		}
+		if err != nil {
+			out.err = gateway.AsError(err)
+			return out
+		}
+		if n > 0 {
+			arr = append(arr, ',')
+		}
+		if arr = append(arr, msg...); int64(len(arr)) >= limit {
+			out.err = gateway.NewError(schemas.CodePayloadTooLarge).With("limit", "max_collected_bytes").With("max", limit).
+				With("recovery_hint", "STREAM_OVER_WEBSOCKET_OR_SSE")
+			return out
+		}
+	}
 }
 
 func (rt *runtime) logCallError(c *gateway.Call, err *gateway.Error) {

@@ -33,13 +33,13 @@ type runtime struct {
 // buildRuntime builds a runtime from cfg; extra targets (used by tests and embedders) are
 // routed beside the configured ones.
 func buildRuntime(cfg *Config, log *slog.Logger, now func() time.Time, extra map[string]gateway.Target) (*runtime, error) {
-	table, err := routing.Build(cfg.Routing)
+	table, err := routing.Build(cfg.Routing, routing.BuildOptions{Logger: log, Now: now})
 	if err != nil {
 		return nil, err
 	}
 	for method, t := range extra {
 		if err := table.Add(method, t); err != nil {
-			return nil, err
+			return nil, errors.Join(err, table.Close())
 		}
 	}
 	return &runtime{
@@ -71,13 +71,7 @@ func (rt *runtime) retire() {
 // close releases the targets' resources, once.
 func (rt *runtime) close() {
 	rt.closeOnce.Do(func() {
-		var errs []error
-		for _, t := range rt.table.Targets() {
-			if c, ok := t.(gateway.Closer); ok {
-				errs = append(errs, c.Close())
-			}
-		}
-		if err := errors.Join(errs...); err != nil {
+		if err := rt.table.Close(); err != nil {
 			rt.log.Warn("closing targets of the replaced configuration", "err", err)
 		}
 	})

@@ -12,8 +12,12 @@ import (
 	"time"
 
 	"golang.org/x/net/netutil"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/gateway/state"
+	"github.com/gatehouse-dev/gatehouse/routing/calculator"
 )
 
 // Options are the parts of a Server that do not come from the configuration file.
@@ -42,7 +46,15 @@ type Server struct {
 
 	boundaryLn, adminLn net.Listener
 	boundary, admin     *http.Server
+	internalLn          net.Listener // nil when the internal listener is off
+	demoLn              net.Listener // nil when the demo gRPC backend is off
+	grpc                *grpc.Server
+	health              *health.Server
 	listen              ServerConfig // listener settings in force
+
+	// kv is the state store, opened once per process: state outlives reloads.
+	kv       state.KV
+	stateCfg state.Config
 
 	serving  atomic.Bool
 	draining atomic.Bool
@@ -58,7 +70,7 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Server{opts: opts, log: opts.Logger, listen: cfg.Server}
+	s := &Server{opts: opts, log: opts.Logger, listen: cfg.Server, stateCfg: cfg.State}
 	s.ws.init()
 	rt, err := buildRuntime(cfg, s.log, opts.Now, opts.Targets)
 	if err != nil {
@@ -66,14 +78,19 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	}
 	s.setLogLevel(cfg)
 	s.cur.Store(rt)
-
-	b := cfg.Server.Boundary
-	if s.boundaryLn, err = net.Listen("tcp", b.Addr); err != nil {
-		return nil, fmt.Errorf("boundary listener: %w", err)
+	if s.kv, err = state.Open(cfg.State); err != nil {
+		rt.retire()
+		return nil, fmt.Errorf("state: %w", err)
 	}
-	if s.adminLn, err = net.Listen("tcp", cfg.Server.Admin.Addr); err != nil {
-		_ = s.boundaryLn.Close()
-		return nil, fmt.Errorf("admin listener: %w", err)
+
+	if err := s.listenAll(cfg.Server); err != nil {
+		rt.retire()
+		_ = s.kv.Close()
+		return nil, err
+	}
+	b := cfg.Server.Boundary
+	if in := cfg.Server.Internal; in != nil {
+		s.grpc = s.newGRPCServer(*in)
 	}
 	s.boundaryLn = netutil.LimitListener(s.boundaryLn, b.MaxConnections)
 	s.boundary = &http.Server{
@@ -94,21 +111,68 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	return s, nil
 }
 
+// listenAll binds every configured listener; on failure it closes those already bound.
+func (s *Server) listenAll(cfg ServerConfig) error {
+	type want struct {
+		name string
+		addr string
+		ln   *net.Listener
+	}
+	wants := []want{{"boundary", cfg.Boundary.Addr, &s.boundaryLn}, {"admin", cfg.Admin.Addr, &s.adminLn}}
+	if cfg.Internal != nil {
+		wants = append(wants, want{"internal", cfg.Internal.Addr, &s.internalLn})
+	}
+	if cfg.DemoGRPC != nil {
+		wants = append(wants, want{"demo gRPC backend", cfg.DemoGRPC.Addr, &s.demoLn})
+	}
+	for i, w := range wants {
+		ln, err := net.Listen("tcp", w.addr)
+		if err != nil {
+			for _, bound := range wants[:i] {
+				_ = (*bound.ln).Close()
+				*bound.ln = nil
+			}
+			return fmt.Errorf("%s listener: %w", w.name, err)
+		}
+		*w.ln = ln
+	}
+	return nil
+}
+
 // BoundaryAddr returns the address the boundary listener is bound to.
 func (s *Server) BoundaryAddr() net.Addr { return s.boundaryLn.Addr() }
 
 // AdminAddr returns the address the admin listener is bound to.
 func (s *Server) AdminAddr() net.Addr { return s.adminLn.Addr() }
 
+// InternalAddr returns the address of the internal gRPC listener, nil when it is off.
+func (s *Server) InternalAddr() net.Addr {
+	if s.internalLn == nil {
+		return nil
+	}
+	return s.internalLn.Addr()
+}
+
 // Run serves until ctx is done, then shuts down gracefully: readiness turns to draining,
 // the listeners stop accepting, and in-flight calls (HTTP and WebSocket) get up to
 // server.shutdown_grace to finish. It returns nil after a clean drain.
 func (s *Server) Run(ctx context.Context) error {
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() { errc <- serveHTTP(s.boundary, s.boundaryLn) }()
 	go func() { errc <- serveHTTP(s.admin, s.adminLn) }()
+	healthCtx, stopHealth := context.WithCancel(context.Background())
+	healthDone := make(chan struct{})
+	if s.grpc != nil {
+		go func() { errc <- s.grpc.Serve(s.internalLn) }()
+		go func() { defer close(healthDone); s.watchHealth(healthCtx) }()
+	} else {
+		close(healthDone)
+	}
+	defer func() { stopHealth(); <-healthDone }()
+	demoDone := s.startDemo()
+	defer demoDone()
 	s.serving.Store(true)
-	s.log.Info("serving", "boundary", s.BoundaryAddr().String(), "admin", s.AdminAddr().String())
+	s.log.Info("serving", "boundary", s.BoundaryAddr().String(), "admin", s.AdminAddr().String(), "internal", addrString(s.InternalAddr()))
 
 	var runErr error
 	select {
@@ -116,6 +180,50 @@ func (s *Server) Run(ctx context.Context) error {
 	case runErr = <-errc:
 	}
 	return errors.Join(runErr, s.shutdown())
+}
+
+// startDemo serves the demo calculator backend, if configured; the returned function stops
+// it (after the gateway has drained, so calls in flight to it can finish).
+func (s *Server) startDemo() func() {
+	if s.demoLn == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- calculator.Serve(ctx, s.demoLn) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			s.log.Warn("demo gRPC backend", "err", err)
+		}
+	}
+}
+
+// DemoGRPCAddr returns the address of the demo gRPC backend, nil when it is off.
+func (s *Server) DemoGRPCAddr() net.Addr {
+	if s.demoLn == nil {
+		return nil
+	}
+	return s.demoLn.Addr()
+}
+
+// gracefulStopGRPC lets running RPCs finish until ctx ends, then stops hard.
+func gracefulStopGRPC(ctx context.Context, gs *grpc.Server) {
+	done := make(chan struct{})
+	go func() { gs.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		gs.Stop()
+		<-done
+	}
+}
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return "off"
+	}
+	return a.String()
 }
 
 func serveHTTP(srv *http.Server, ln net.Listener) error {
@@ -136,10 +244,17 @@ func (s *Server) shutdown() error {
 	var wg sync.WaitGroup
 	var httpErr error
 	wg.Go(func() { httpErr = s.boundary.Shutdown(ctx) })
+	if s.grpc != nil {
+		s.health.Shutdown() // NOT_SERVING for every service while draining
+		wg.Go(func() { gracefulStopGRPC(ctx, s.grpc) })
+	}
 	wsErr := s.ws.drain(ctx)
 	wg.Wait()
 	adminErr := s.admin.Shutdown(ctx)
 	s.cur.Load().retire()
+	if err := s.kv.Close(); err != nil {
+		s.log.Warn("closing the state store", "err", err)
+	}
 	if err := errors.Join(httpErr, wsErr, adminErr); err != nil {
 		_ = s.boundary.Close()
 		_ = s.admin.Close()

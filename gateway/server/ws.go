@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/gorilla/websocket"
 
+	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -91,7 +93,10 @@ type wsConn struct {
 
 	send     chan []byte   // responses waiting for the writer
 	inflight chan struct{} // one token per running request
-	calls    sync.WaitGroup
+	running  sync.WaitGroup
+
+	callsMu sync.Mutex
+	calls   map[string]*wsCall // requests in flight, by id key
 
 	draining   atomic.Bool
 	closeOnce  sync.Once
@@ -108,6 +113,7 @@ func newWSConn(s *Server, conn *websocket.Conn, cfg WebSocketConfig, p gateway.P
 		s: s, conn: conn, cfg: cfg, principal: p, ctx: ctx, cancel: cancel,
 		send:       make(chan []byte, cfg.SendQueue),
 		inflight:   make(chan struct{}, cfg.MaxInFlight),
+		calls:      make(map[string]*wsCall),
 		closing:    make(chan struct{}),
 		writerDone: make(chan struct{}),
 		done:       make(chan struct{}),
@@ -124,7 +130,7 @@ func (c *wsConn) serve() {
 	if !c.draining.Load() {
 		c.cancel() // the peer is gone or broke the protocol: its calls are abandoned
 	}
-	c.calls.Wait()
+	c.running.Wait()
 	c.closeWith(websocket.CloseGoingAway, closeReasonShutdown)
 	<-c.writerDone
 	c.cancel()
@@ -144,21 +150,27 @@ func (c *wsConn) readLoop() {
 		if mt != websocket.TextMessage && mt != websocket.BinaryMessage {
 			continue
 		}
+		payload, derr := jsonrpc.Decode(data, c.limits())
+		if c.control(&payload, derr) {
+			continue
+		}
 		select {
 		case c.inflight <- struct{}{}:
 		default:
-			c.rejectOverloaded(data)
+			c.rejectOverloaded(payload, derr)
 			continue
 		}
-		c.calls.Add(1)
-		go c.handle(data)
+		unregister := c.register(&payload)
+		c.running.Add(1)
+		go c.handle(payload, derr, unregister)
 	}
 }
 
 // handle runs one message's requests on the runtime current when it arrived.
-func (c *wsConn) handle(data []byte) {
-	defer c.calls.Done()
+func (c *wsConn) handle(payload jsonrpc.Payload, derr *jsonrpc.DecodeError, unregister func()) {
+	defer c.running.Done()
 	defer func() { <-c.inflight }()
+	defer unregister()
 	rt := c.s.acquire()
 	defer rt.release()
 	ex := exchange{
@@ -167,19 +179,31 @@ func (c *wsConn) handle(data []byte) {
 		protocol:  gateway.ProtocolWebSocket,
 		deadline:  rt.cfg.Deadline.Resolve(rt.now(), 0),
 		traceID:   observability.NewTraceID(),
+		begin:     c.begin,
+		stream: func(ctx context.Context, id jsonrpc.ID, s gateway.Stream) outcome {
+			return relay(ctx, id, s, func(msg []byte) error {
+				c.enqueue(bytes.Clone(msg))
+				return c.ctx.Err()
+			})
+		},
 	}
-	if out := rt.serve(c.ctx, &ex, data, nil); len(out) > 0 {
+	if out := rt.servePayload(c.ctx, &ex, payload, derr, nil); len(out) > 0 {
 		c.enqueue(out)
 	}
 }
 
-// rejectOverloaded answers every request of a message that found no in-flight slot.
-func (c *wsConn) rejectOverloaded(data []byte) {
+// limits returns the decoder limits of the current configuration for this caller.
+func (c *wsConn) limits() jsonrpc.Limits {
 	rt := c.s.acquire()
 	defer rt.release()
+	return rt.limitsFor(c.principal)
+}
+
+// rejectOverloaded answers every request of a message that found no in-flight slot.
+func (c *wsConn) rejectOverloaded(payload jsonrpc.Payload, derr *jsonrpc.DecodeError) {
 	err := gateway.Errorf(schemas.CodeOverloaded, "Too many requests in flight on this connection").
 		With("limit", "max_in_flight").With("max", c.cfg.MaxInFlight).With("retry_after_ms", 100)
-	if out := rt.reject(data, nil, c.principal, err, observability.NewTraceID()); len(out) > 0 {
+	if out := reject(payload, derr, nil, err, observability.NewTraceID()); len(out) > 0 {
 		c.enqueue(out)
 	}
 }

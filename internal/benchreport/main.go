@@ -128,6 +128,9 @@ var defs = []ratioDef{
 	{"Gateway JSON-RPC calls/s ÷ minimal net/http JSON handler calls/s (subtract, HTTP/1.1, loopback)",
 		"gateway/server.BenchmarkEndToEnd/gateway", "gateway/server.BenchmarkEndToEnd/nethttp", true,
 		"1.0 is the ceiling: the same JSON work with no strictness, limits, pipeline or routing"},
+	{"Gateway JSON-RPC→gRPC calls/s ÷ direct grpc-go client calls/s (calculator Subtract, same backend)",
+		"gateway/server.BenchmarkGRPCEndToEnd/gateway", "gateway/server.BenchmarkGRPCEndToEnd/direct", true,
+		"the cost of the JSON-RPC front plus transcoding relative to a native gRPC client"},
 	{"Batch of 10 ÷ 10 single calls (time for 10 calls)",
 		"gateway/server.BenchmarkBatch/batch10", "gateway/server.BenchmarkBatch/single10", false,
 		"below 1.0: batching saves round trips"},
@@ -144,6 +147,23 @@ var defs = []ratioDef{
 		"codecs/jsonrpc.BenchmarkEncode/error", "codecs/jsonrpc.BenchmarkStdlibEncode/error", false, ""},
 }
 
+// transcodeDefs are the transcoding rows: plan ÷ protojson with dynamicpb and ÷ protojson on
+// generated types, per direction and message size.
+var transcodeDefs = func() []ratioDef {
+	var out []ratioDef
+	for _, dir := range []struct{ bench, label string }{{"JSONToProto", "JSON→protobuf"}, {"ProtoToJSON", "protobuf→JSON"}} {
+		for _, size := range []string{"small", "large"} {
+			base := "codecs/transcode.Benchmark" + dir.bench + "/" + size + "/"
+			out = append(out,
+				ratioDef{fmt.Sprintf("Transcode %s (%s) plan ÷ protojson+dynamicpb, time", dir.label, size), base + "plan", base + "dynamicpb", false,
+					"target ≤ 0.33 (at least 3× faster)"},
+				ratioDef{fmt.Sprintf("Transcode %s (%s) plan ÷ protojson on generated types, time", dir.label, size), base + "plan", base + "generated", false,
+					"target ≤ 1.0"})
+		}
+	}
+	return out
+}()
+
 type ratioRow struct {
 	def   ratioDef
 	value float64
@@ -152,7 +172,7 @@ type ratioRow struct {
 
 func ratios(res *results) []ratioRow {
 	var rows []ratioRow
-	for _, d := range defs {
+	for _, d := range append(slices.Clone(defs), transcodeDefs...) {
 		num, den := median(res.samples[d.num]["ns/op"]), median(res.samples[d.den]["ns/op"])
 		row := ratioRow{def: d}
 		if num > 0 && den > 0 {

@@ -62,6 +62,19 @@ func Serve(ctx context.Context, ln net.Listener) error {
 	}
 }
 
+// Start serves the calculator on a new listener at addr ("127.0.0.1:0" picks a free port)
+// and returns the bound address and a function that stops it gracefully.
+func Start(addr string) (string, func() error, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, ln) }()
+	return ln.Addr().String(), func() error { cancel(); return <-done }, nil
+}
+
 // Subtract returns minuend − subtrahend.
 func (*Service) Subtract(_ context.Context, r *calculatorv1.SubtractRequest) (*calculatorv1.SubtractResponse, error) {
 	return &calculatorv1.SubtractResponse{Result: r.GetMinuend() - r.GetSubtrahend()}, finite(r.GetMinuend() - r.GetSubtrahend())

@@ -1,0 +1,77 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
+)
+
+// InternalConfig is the internal gRPC listener: gatehouse.v1.GatewayService (any routed
+// method, for internal callers), gRPC health checking per backend and server reflection
+// (and, as they land, the NEKTE service and tool invocation).
+type InternalConfig struct {
+	Addr string `yaml:"addr" json:"addr,omitempty"`
+	// MaxRecvBytes bounds one received message (default 4 MiB).
+	MaxRecvBytes int `yaml:"max_recv_bytes" json:"max_recv_bytes,omitempty"`
+}
+
+// Defaults of the internal listener.
+const (
+	DefaultInternalAddr  = "127.0.0.1:50051"
+	DefaultGRPCRecvBytes = 4 << 20
+	healthInterval       = time.Second
+)
+
+// newGRPCServer builds the internal face.
+func (s *Server) newGRPCServer(cfg InternalConfig) *grpc.Server {
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(cfg.MaxRecvBytes))
+	s.health = health.NewServer()
+	healthpb.RegisterHealthServer(gs, s.health)
+	gatehousev1.RegisterGatewayServiceServer(gs, &gatewayService{s: s})
+	reflection.Register(gs)
+	return gs
+}
+
+// watchHealth keeps the health service in step with readiness: the overall status ("")
+// and one entry per target name, until ctx is done.
+func (s *Server) watchHealth(ctx context.Context) {
+	t := time.NewTicker(healthInterval)
+	defer t.Stop()
+	for {
+		s.updateHealth(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Server) updateHealth(ctx context.Context) {
+	if s.health == nil {
+		return
+	}
+	rt := s.acquire()
+	defer rt.release()
+	checkCtx, cancel := context.WithTimeout(ctx, healthInterval)
+	defer cancel()
+	problems := rt.ready(checkCtx)
+	overall := healthpb.HealthCheckResponse_SERVING
+	if len(problems) > 0 || s.draining.Load() {
+		overall = healthpb.HealthCheckResponse_NOT_SERVING
+	}
+	s.health.SetServingStatus("", overall)
+	for _, t := range rt.table.Targets() {
+		st := healthpb.HealthCheckResponse_SERVING
+		if _, bad := problems[t.Name()]; bad {
+			st = healthpb.HealthCheckResponse_NOT_SERVING
+		}
+		s.health.SetServingStatus(t.Name(), st)
+	}
+}

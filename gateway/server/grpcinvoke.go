@@ -1,0 +1,144 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/observability"
+	"github.com/gatehouse-dev/gatehouse/schemas"
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
+)
+
+// gatewayService is gatehouse.v1.GatewayService: the generic invocation path for internal
+// gRPC callers, through the same pipeline as the boundary.
+type gatewayService struct {
+	gatehousev1.UnimplementedGatewayServiceServer
+	s *Server
+}
+
+// Invoke implements gatehouse.v1.GatewayService/Invoke; a streamed result is collected
+// into an array.
+func (g *gatewayService) Invoke(ctx context.Context, req *gatehousev1.InvokeRequest) (*gatehousev1.InvokeResponse, error) {
+	out := g.run(ctx, req.GetMethod(), req.GetParams(), nil)
+	if out.err != nil {
+		return nil, out.err
+	}
+	return &gatehousev1.InvokeResponse{Result: out.result}, nil
+}
+
+// InvokeStream implements gatehouse.v1.GatewayService/InvokeStream: each message of a
+// streamed result is one response; a result that is not streamed is one response.
+func (g *gatewayService) InvokeStream(req *gatehousev1.InvokeStreamRequest, stream grpc.ServerStreamingServer[gatehousev1.InvokeStreamResponse]) error {
+	send := func(msg []byte) error { return stream.Send(&gatehousev1.InvokeStreamResponse{Message: msg}) }
+	out := g.run(stream.Context(), req.GetMethod(), req.GetParams(), send)
+	if out.err != nil {
+		return out.err
+	}
+	if !out.streamed {
+		return send(out.result)
+	}
+	return nil
+}
+
+type invokeOutcome struct {
+	result   []byte
+	streamed bool
+	err      error
+}
+
+// run authenticates the caller from metadata, decodes method and params as a JSON-RPC
+// request (strictly, as at the boundary) and runs it.
+func (g *gatewayService) run(ctx context.Context, method string, params []byte, send func([]byte) error) invokeOutcome {
+	rt := g.s.acquire()
+	defer rt.release()
+	traceID := observability.NewTraceID()
+	principal, err := rt.auth.Authenticate(ctx, grpcCredentials(ctx))
+	if err != nil {
+		return invokeOutcome{err: toStatus(gateway.AsError(err), traceID)}
+	}
+	payload, derr := jsonrpc.Decode(envelope(method, params), rt.limitsFor(principal))
+	if derr == nil && payload.Members[0].Err != nil {
+		derr = payload.Members[0].Err
+	}
+	if derr != nil {
+		return invokeOutcome{err: toStatus(fromDecodeError(derr), traceID)}
+	}
+	var callerMs int64
+	if dl, ok := ctx.Deadline(); ok {
+		callerMs = dl.UnixMilli()
+	}
+	ex := exchange{principal: principal, zone: gateway.ZoneInternal, protocol: gateway.ProtocolGRPC,
+		deadline: rt.cfg.Deadline.Resolve(rt.now(), callerMs), traceID: traceID}
+	var streamed bool
+	if send != nil {
+		ex.stream = func(ctx context.Context, id jsonrpc.ID, s gateway.Stream) outcome {
+			streamed = true
+			return relayMessages(ctx, id, s, send)
+		}
+	}
+	out := rt.call(ctx, &ex, &payload.Members[0].Request, true)
+	if out.err != nil {
+		return invokeOutcome{err: toStatus(out.err, traceID)}
+	}
+	return invokeOutcome{result: out.res.Value, streamed: streamed}
+}
+
+// envelope wraps method and params in a JSON-RPC request so the strict decoder checks them.
+func envelope(method string, params []byte) []byte {
+	b := jsonrpc.AppendString([]byte(`{"jsonrpc":"2.0","method":`), method)
+	if len(params) > 0 {
+		b = append(append(b, `,"params":`...), params...)
+	}
+	return append(b, `,"id":1}`...)
+}
+
+// grpcCredentials extracts the caller's credentials from gRPC metadata and the peer.
+func grpcCredentials(ctx context.Context) gateway.Credentials {
+	creds := gateway.Credentials{Zone: gateway.ZoneInternal}
+	md, _ := metadata.FromIncomingContext(ctx)
+	if v := md.Get("authorization"); len(v) > 0 {
+		if len(v[0]) > 7 && strings.EqualFold(v[0][:7], "bearer ") {
+			creds.Bearer = strings.TrimSpace(v[0][7:])
+		} else {
+			creds.Bearer = v[0]
+		}
+	}
+	if v := md.Get("x-api-key"); len(v) > 0 {
+		creds.APIKey = v[0]
+	}
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		creds.Remote, _ = netip.ParseAddrPort(p.Addr.String())
+	}
+	return creds
+}
+
+// toStatus maps a gateway error to a gRPC status through the error table; the JSON-RPC code
+// and error.data travel in an ErrorInfo detail.
+func toStatus(err *gateway.Error, traceID string) error {
+	kind := schemas.KindOf(err.Code())
+	data := make(map[string]any, len(err.Data())+1)
+	maps.Copy(data, err.Data())
+	data["trace_id"] = traceID
+	raw, _ := json.Marshal(data)
+	st := status.New(kind.GRPC, err.Message())
+	if withInfo, e := st.WithDetails(&errdetails.ErrorInfo{
+		Reason:   kind.Name,
+		Domain:   "gatehouse",
+		Metadata: map[string]string{"jsonrpc_code": strconv.Itoa(int(err.Code())), "data": string(raw)},
+	}); e == nil {
+		st = withInfo
+	}
+	return st.Err()
+}

@@ -1,0 +1,100 @@
+package grpcbackend
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/gatehouse-dev/gatehouse/codecs/transcode"
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/schemas"
+)
+
+var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// Invoke implements gateway.Target: params are transcoded to the request message, the RPC
+// runs with the call's deadline less the reserve, and the response is transcoded back.
+func (b *Backend) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
+	r := b.state.Load()
+	if r == nil {
+		return nil, b.unavailable()
+	}
+	m := r.lookup(call.Method)
+	if m == nil {
+		return nil, gateway.NewError(schemas.CodeMethodNotFound)
+	}
+	if err := b.checkDeprecation(m); err != nil {
+		return nil, err
+	}
+	if m.desc.IsStreamingClient() || m.desc.IsStreamingServer() {
+		return b.invokeStreaming(ctx, call, m)
+	}
+	bufp := framePool.Get().(*[]byte)
+	defer framePool.Put(bufp)
+	req, err := m.codec.request((*bufp)[:0], call.Params)
+	*bufp = req[:0]
+	if err != nil {
+		return nil, paramsError(err)
+	}
+	ctx, cancel := b.callContext(ctx, call)
+	defer cancel()
+	var resp frame
+	var header, trailer metadata.MD
+	err = b.conn.Invoke(ctx, m.path, &frame{data: req}, &resp,
+		grpc.ForceCodecV2(rawCodec{}), grpc.Header(&header), grpc.Trailer(&trailer))
+	if err != nil {
+		return nil, b.statusError(err, header, trailer)
+	}
+	out, err := m.codec.response(nil, resp.data)
+	if err != nil {
+		return nil, gateway.Errorf(schemas.CodeInternal, "The backend's response could not be transcoded").
+			With("backend", b.cfg.Name).Wrap(err)
+	}
+	return &gateway.Result{Value: out, Metadata: b.surfaced(header, trailer)}, nil
+}
+
+// callContext bounds the RPC by the call's deadline less the reserve and carries the
+// call's identity in metadata.
+func (b *Backend) callContext(ctx context.Context, call *gateway.Call) (context.Context, context.CancelFunc) {
+	md := metadata.Pairs("x-request-id", call.TraceID)
+	if !call.ID.IsZero() {
+		md.Append("x-jsonrpc-id", call.ID.Raw())
+	}
+	ctx = metadata.NewOutgoingContext(ctx, md)
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(ctx, dl.Add(-b.cfg.DeadlineReserve))
+	}
+	return context.WithCancel(ctx)
+}
+
+func (b *Backend) unavailable() *gateway.Error {
+	reason := "descriptors not loaded"
+	if e := b.err.Load(); e != nil {
+		reason = "descriptors not loaded: " + (*e).Error()
+	}
+	return gateway.NewError(schemas.CodeUnavailable).With("backend", b.cfg.Name).
+		With("retry_after_ms", 1000).Wrap(errors.New(reason))
+}
+
+func (b *Backend) checkDeprecation(m *method) error {
+	d := m.deprecated
+	if d == nil || b.now().Before(d.sunset) {
+		return nil
+	}
+	return gateway.NewError(schemas.CodeDeprecatedVersion).With("sunset", d.cfg.Sunset).With("migration_hint", d.cfg.Hint)
+}
+
+// paramsError reports params the request message cannot take, naming the path.
+func paramsError(err error) *gateway.Error {
+	if pe, ok := errors.AsType[*transcode.PathError](err); ok {
+		e := gateway.NewError(schemas.CodeInvalidParams).With("reason", pe.Reason)
+		if pe.Path != "" {
+			e = e.With("path", "params."+pe.Path)
+		}
+		return e
+	}
+	return gateway.NewError(schemas.CodeInvalidParams).With("reason", "params do not fit the method's request message").Wrap(err)
+}
