@@ -13,6 +13,7 @@ import (
 	agentv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/agent/v1"
 	calculatorv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/calculator/v1"
 	commonv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/common/v1"
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
 	memoryv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/memory/v1"
 	nektev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/nekte/v1"
 	retrievalv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/retrieval/v1"
@@ -24,6 +25,7 @@ var generatedFiles = map[string]protoreflect.FileDescriptor{
 	"agent/v1/agent.proto":           agentv1.File_agent_v1_agent_proto,
 	"calculator/v1/calculator.proto": calculatorv1.File_calculator_v1_calculator_proto,
 	"common/v1/common.proto":         commonv1.File_common_v1_common_proto,
+	"gatehouse/v1/gateway.proto":     gatehousev1.File_gatehouse_v1_gateway_proto,
 	"memory/v1/memory.proto":         memoryv1.File_memory_v1_memory_proto,
 	"nekte/v1/nekte.proto":           nektev1.File_nekte_v1_nekte_proto,
 	"retrieval/v1/retrieval.proto":   retrievalv1.File_retrieval_v1_retrieval_proto,
