@@ -218,9 +218,12 @@ func jsonEqual(a, b string) bool {
 
 func TestDeadlineReachesTheBackendLessTheReserve(t *testing.T) {
 	seen := make(chan time.Duration, 1)
+	seenMD := make(chan metadata.MD, 1)
 	addr := serveScripted(t, func(_ any, stream grpc.ServerStream) error {
 		dl, _ := stream.Context().Deadline()
 		seen <- time.Until(dl)
+		md, _ := metadata.FromIncomingContext(stream.Context())
+		seenMD <- md
 		<-stream.Context().Done()
 		return status.FromContextError(stream.Context().Err()).Err()
 	})
@@ -230,7 +233,8 @@ func TestDeadlineReachesTheBackendLessTheReserve(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	began := time.Now()
-	_, err := b.Invoke(ctx, &gateway.Call{Method: "subtract", Params: []byte(`[1,2]`)})
+	_, err := b.Invoke(ctx, &gateway.Call{Method: "subtract", Params: []byte(`[1,2]`), ID: jsonrpc.StringID("r1"),
+		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"})
 	if took := time.Since(began); took > 700*time.Millisecond {
 		t.Fatalf("waited %v past a 500ms deadline", took)
 	}
@@ -240,6 +244,17 @@ func TestDeadlineReachesTheBackendLessTheReserve(t *testing.T) {
 	}
 	if left := <-seen; left > 420*time.Millisecond || left < 200*time.Millisecond {
 		t.Fatalf("backend saw %v left; want about 500ms − 100ms reserve", left)
+	}
+	md := <-seenMD
+	tp := md.Get("traceparent")
+	if len(tp) != 1 || !strings.HasPrefix(tp[0], "00-4bf92f3577b34da6a3ce929d0e0e4736-") || len(tp[0]) != 55 {
+		t.Errorf("traceparent %v", tp)
+	}
+	if got := md.Get("x-request-id"); len(got) != 1 || got[0] != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Errorf("x-request-id %v", got)
+	}
+	if got := md.Get("x-jsonrpc-id"); len(got) != 1 || got[0] != `"r1"` {
+		t.Errorf("x-jsonrpc-id %v", got)
 	}
 }
 

@@ -2,7 +2,10 @@ package grpcbackend
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
+	"math/rand/v2"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -60,6 +63,9 @@ func (b *Backend) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Resu
 // call's identity in metadata.
 func (b *Backend) callContext(ctx context.Context, call *gateway.Call) (context.Context, context.CancelFunc) {
 	md := metadata.Pairs("x-request-id", call.TraceID)
+	if len(call.TraceID) == 32 {
+		md.Append("traceparent", traceparent(call.TraceID))
+	}
 	if !call.ID.IsZero() {
 		md.Append("x-jsonrpc-id", call.ID.Raw())
 	}
@@ -68,6 +74,13 @@ func (b *Backend) callContext(ctx context.Context, call *gateway.Call) (context.
 		return context.WithDeadline(ctx, dl.Add(-b.cfg.DeadlineReserve))
 	}
 	return context.WithCancel(ctx)
+}
+
+// traceparent is the W3C trace context of this hop: the call's trace id with a new span id.
+func traceparent(traceID string) string {
+	var span [8]byte
+	binary.BigEndian.PutUint64(span[:], rand.Uint64()|1) //nolint:gosec // span ids must be unique, not secret
+	return "00-" + traceID + "-" + hex.EncodeToString(span[:]) + "-01"
 }
 
 func (b *Backend) unavailable() *gateway.Error {
