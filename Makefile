@@ -61,7 +61,13 @@ $(GOLANGCI_LINT):
 .PHONY: bench
 bench: ## run the benchmark suite and write docs/benchmarks.md
 	@mkdir -p $(TMP)
-	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./... | tee $(TMP)/bench.txt
+	@# BENCHCOUNT rounds of the whole suite, each benchmark once per round: the two sides of every
+	@# ratio are measured close together in time, so changing machine load cannot favour one side.
+	@: > $(TMP)/bench.txt
+	@set -e; for i in $$(seq $(BENCHCOUNT)); do \
+	  echo "round $$i of $(BENCHCOUNT)"; \
+	  $(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) -count=1 ./... | tee -a $(TMP)/bench.txt; \
+	done
 	$(GO) run ./internal/benchreport -in $(TMP)/bench.txt -out docs/benchmarks.md
 
 .PHONY: clean

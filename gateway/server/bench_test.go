@@ -53,6 +53,7 @@ func BenchmarkBatch(b *testing.B) {
 	b.Run("single10", func(b *testing.B) {
 		client := benchClient()
 		b.ReportAllocs()
+		b.SetParallelism(benchParallelism)
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				for _, p := range parts {
@@ -133,11 +134,16 @@ func benchClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}}
 }
 
+// benchParallelism is how many callers per CPU the throughput benchmarks run: enough calls
+// in flight to measure calls/s rather than the latency of one round trip.
+const benchParallelism = 16
+
 func benchPost(b *testing.B, url, body, want string) {
 	b.Helper()
 	client := benchClient()
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
+	b.SetParallelism(benchParallelism)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -206,6 +212,7 @@ routing:
 		defer func() { _ = conn.Close() }()
 		client := calculatorv1.NewCalculatorServiceClient(conn)
 		b.ReportAllocs()
+		b.SetParallelism(benchParallelism)
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
