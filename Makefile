@@ -16,6 +16,7 @@ GOLANGCI_LINT := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 export GOTOOLCHAIN := local
 
 include make/proto.mk
+include make/mcp.mk
 
 .DEFAULT_GOAL := help
 
@@ -32,7 +33,8 @@ run: build ## build and serve configs/gatehouse.yaml (boundary 127.0.0.1:8080, a
 	./$(BIN) serve --config configs/gatehouse.yaml
 
 .PHONY: test
-test: ## vet, lint, the whole suite with -race, and a bounded fuzz pass (FUZZTIME per target)
+test: ## install test peers, vet, lint, the whole suite with -race, and a bounded fuzz pass (FUZZTIME per target)
+	$(MAKE) --no-print-directory mcp-servers
 	$(GO) mod verify
 	$(GO) vet ./...
 	$(MAKE) --no-print-directory proto-check

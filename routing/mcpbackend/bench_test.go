@@ -1,0 +1,83 @@
+package mcpbackend_test
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
+)
+
+// BenchmarkToolCall compares a cheap tool call (the fixture's echo over stdio) through
+// the Bridge with a direct mcp-go client to the same kind of child, at 1 and 32
+// concurrent callers sharing one session.
+func BenchmarkToolCall(b *testing.B) {
+	args := json.RawMessage(`{"message":"ping"}`)
+	callers := []int{1, 32}
+	b.Run("bridge", func(b *testing.B) {
+		br, logs := start(b, []mcpbackend.Config{fixture("fx", nil)})
+		defer func() {
+			if b.Failed() {
+				b.Log(logs.String())
+			}
+		}()
+		for _, c := range callers {
+			b.Run("c"+strconv.Itoa(c), func(b *testing.B) {
+				run(b, c, func(ctx context.Context) error {
+					_, err := br.CallTool(ctx, "echo", args)
+					return err
+				})
+			})
+		}
+	})
+	b.Run("direct", func(b *testing.B) {
+		cli, err := client.NewStdioMCPClient(fixtureBin, []string{"FIXTURE_NAME=fx"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer func() { _ = cli.Close() }()
+		req := mcp.InitializeRequest{}
+		req.Params.ClientInfo = mcp.Implementation{Name: "bench", Version: "1"}
+		if _, err := cli.Initialize(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range callers {
+			b.Run("c"+strconv.Itoa(c), func(b *testing.B) {
+				run(b, c, func(ctx context.Context) error {
+					r := mcp.CallToolRequest{}
+					r.Params.Name, r.Params.Arguments = "echo", args
+					_, err := cli.CallTool(ctx, r)
+					return err
+				})
+			})
+		}
+	})
+}
+
+// run makes b.N calls from c goroutines.
+func run(b *testing.B, c int, call func(context.Context) error) {
+	b.ReportAllocs()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for range c {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				if err := call(ctx); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

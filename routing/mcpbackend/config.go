@@ -1,0 +1,387 @@
+package mcpbackend
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Config is one upstream MCP server (an entry of routing.mcp). Exactly one of Stdio, SSE
+// and HTTP says how to reach it.
+type Config struct {
+	// Name identifies the upstream in logs, errors, readiness and as the default name prefix.
+	Name string `yaml:"name" json:"name"`
+	// Stdio runs the server as a child process speaking MCP over stdin and stdout.
+	Stdio *StdioConfig `yaml:"stdio" json:"stdio,omitempty"`
+	// SSE reaches the server over the legacy HTTP+SSE transport (protocol 2024-11-05).
+	SSE *HTTPConfig `yaml:"sse" json:"sse,omitempty"`
+	// HTTP reaches the server over the streamable HTTP transport.
+	HTTP *HTTPConfig `yaml:"http" json:"http,omitempty"`
+	// ProtocolVersions are the MCP revisions offered, newest first (default: 2026-07-28,
+	// 2025-11-25, 2025-06-18). The newest is offered; a server answering with a version not
+	// listed is refused. When a stateless revision (2026-07-28) is listed it is probed
+	// with server/discover first, and a server that does not know it is initialized with
+	// the newest handshake revision mcp-go speaks (2025-11-25).
+	ProtocolVersions []string `yaml:"protocol_versions" json:"protocol_versions,omitempty"`
+	// Heartbeat pings each session to detect a server that stopped answering.
+	Heartbeat HeartbeatConfig `yaml:"heartbeat" json:"heartbeat"`
+	// Restart is the backoff between reconnection attempts.
+	Restart BackoffConfig `yaml:"restart" json:"restart"`
+	// Sessions is the size of the session pool (default 1); calls go to the least loaded
+	// live session. For stdio, each session is its own child process.
+	Sessions int `yaml:"sessions" json:"sessions,omitempty"`
+	// MaxConcurrent caps the calls in flight to this upstream across its sessions
+	// (0: no cap). Calls past the cap wait up to QueueTimeout within their deadline, then
+	// fail with OVERLOADED (5002) and retry_after_ms.
+	MaxConcurrent int `yaml:"max_concurrent" json:"max_concurrent,omitempty"`
+	// QueueTimeout bounds the wait for a slot under MaxConcurrent (default 1s).
+	QueueTimeout time.Duration `yaml:"queue_timeout" json:"queue_timeout,omitempty"`
+	// RequestTimeout bounds each upstream request when the caller's deadline is later or
+	// absent (default 60s).
+	RequestTimeout time.Duration `yaml:"request_timeout" json:"request_timeout,omitempty"`
+	// ConnectTimeout bounds starting a session: spawning or dialling, the handshake and
+	// loading the catalog (default 30s).
+	ConnectTimeout time.Duration `yaml:"connect_timeout" json:"connect_timeout,omitempty"`
+	// Names says how the upstream's tool and prompt names are exposed.
+	Names NamesConfig `yaml:"names" json:"names"`
+	// Tools filters the upstream's tools by name (glob patterns, path.Match syntax).
+	Tools FilterConfig `yaml:"tools" json:"tools"`
+	// Roots are declared to the server (roots/list); absent means the roots capability is
+	// not declared.
+	Roots []RootConfig `yaml:"roots" json:"roots,omitempty"`
+	// Sampling is the policy for the server's sampling/createMessage requests: "refuse"
+	// (default: the capability is not declared, and a request is answered with an error
+	// naming the policy) or "route" (passed to the SamplingHandler the gateway installs).
+	Sampling string `yaml:"sampling" json:"sampling,omitempty"`
+	// Elicitation is the same policy for elicitation/create requests.
+	Elicitation string `yaml:"elicitation" json:"elicitation,omitempty"`
+}
+
+// StdioConfig is a child process speaking MCP over stdio.
+type StdioConfig struct {
+	// Command is the program to run (looked up in PATH when it has no slash).
+	Command string `yaml:"command" json:"command"`
+	// Args are its arguments.
+	Args []string `yaml:"args" json:"args,omitempty"`
+	// Env adds variables to the child's environment.
+	Env map[string]string `yaml:"env" json:"env,omitempty"`
+	// InheritEnv passes the gateway's whole environment to the child. By default only
+	// HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, TMPDIR and TZ are passed, so the
+	// gateway's secrets do not leak into tool servers.
+	InheritEnv bool `yaml:"inherit_env" json:"inherit_env,omitempty"`
+	// Dir is the child's working directory (default: the gateway's).
+	Dir string `yaml:"dir" json:"dir,omitempty"`
+	// StderrLineBytes bounds one logged stderr line; the rest of a longer line is dropped
+	// (default 4096).
+	StderrLineBytes int `yaml:"stderr_line_bytes" json:"stderr_line_bytes,omitempty"`
+	// StopGrace is how long a child may take to exit after its stdin is closed before its
+	// process group is killed (default 2s).
+	StopGrace time.Duration `yaml:"stop_grace" json:"stop_grace,omitempty"`
+}
+
+// HTTPConfig is an MCP server reached over HTTP.
+type HTTPConfig struct {
+	// URL is the endpoint (for SSE, the event stream's URL).
+	URL string `yaml:"url" json:"url"`
+	// Headers are sent with every request (e.g. Authorization: "Bearer ${TOKEN}").
+	Headers map[string]string `yaml:"headers" json:"headers,omitempty"`
+	// TLS configures transport security for https URLs (default: system roots).
+	TLS *TLSConfig `yaml:"tls" json:"tls,omitempty"`
+}
+
+// TLSConfig is transport security for an HTTP upstream.
+type TLSConfig struct {
+	// CAFile verifies the server's certificate (default: the system roots).
+	CAFile string `yaml:"ca_file" json:"ca_file,omitempty"`
+	// CertFile and KeyFile are the gateway's client certificate, for mTLS.
+	CertFile string `yaml:"cert_file" json:"cert_file,omitempty"`
+	KeyFile  string `yaml:"key_file" json:"key_file,omitempty"`
+	// ServerName overrides the name verified in the server's certificate.
+	ServerName string `yaml:"server_name" json:"server_name,omitempty"`
+}
+
+// HeartbeatConfig is the liveness check of a session.
+type HeartbeatConfig struct {
+	// Interval is the longest time a dead or hung server goes unnoticed (default 10s).
+	// Pings are sent every Interval − Timeout, so that a ping sent after the server hung
+	// fails within Interval.
+	Interval time.Duration `yaml:"interval" json:"interval,omitempty"`
+	// Timeout is how long a ping may take (default a third of Interval); it must be
+	// shorter than Interval.
+	Timeout time.Duration `yaml:"timeout" json:"timeout,omitempty"`
+}
+
+// BackoffConfig is capped exponential backoff with jitter.
+type BackoffConfig struct {
+	// Initial is the first delay (default 250ms); it doubles per failed attempt.
+	Initial time.Duration `yaml:"initial" json:"initial,omitempty"`
+	// Max caps the delay (default 30s). A session that stayed up at least Max resets it.
+	Max time.Duration `yaml:"max" json:"max,omitempty"`
+	// Jitter is the fraction (0–1) of each delay drawn at random (default 0.2): the delay
+	// is d × (1 − Jitter × U[0,1)).
+	Jitter float64 `yaml:"jitter" json:"jitter,omitempty"`
+}
+
+// NamesConfig says how an upstream's tool and prompt names are exposed.
+type NamesConfig struct {
+	// Mode is "always" (prefix every name), "on_collision" (prefix a name only when
+	// another upstream exposes the same one; the default) or "never".
+	Mode string `yaml:"mode" json:"mode,omitempty"`
+	// Prefix is put before names (default: the upstream's name).
+	Prefix string `yaml:"prefix" json:"prefix,omitempty"`
+	// Separator joins prefix and name (default "__": "everything__echo"). It may use
+	// letters, digits, '_', '-' and '.'.
+	Separator string `yaml:"separator" json:"separator,omitempty"`
+}
+
+// FilterConfig selects tools by name; deny wins over allow, and an empty allow list
+// allows every tool.
+type FilterConfig struct {
+	Allow []string `yaml:"allow" json:"allow,omitempty"`
+	Deny  []string `yaml:"deny" json:"deny,omitempty"`
+}
+
+// RootConfig is one root declared to the server.
+type RootConfig struct {
+	// URI is the root, a file:// URI.
+	URI string `yaml:"uri" json:"uri"`
+	// Name is an optional human-readable name.
+	Name string `yaml:"name" json:"name,omitempty"`
+}
+
+// Name prefix modes.
+const (
+	PrefixAlways      = "always"
+	PrefixOnCollision = "on_collision"
+	PrefixNever       = "never"
+)
+
+// Policies for sampling and elicitation requests.
+const (
+	PolicyRefuse = "refuse"
+	PolicyRoute  = "route"
+)
+
+// Defaults.
+const (
+	DefaultHeartbeatInterval = 10 * time.Second
+	DefaultRestartInitial    = 250 * time.Millisecond
+	DefaultRestartMax        = 30 * time.Second
+	DefaultRestartJitter     = 0.2
+	DefaultQueueTimeout      = time.Second
+	DefaultRequestTimeout    = 60 * time.Second
+	DefaultConnectTimeout    = 30 * time.Second
+	DefaultSeparator         = "__"
+	DefaultStderrLineBytes   = 4096
+	DefaultStopGrace         = 2 * time.Second
+)
+
+// DefaultProtocolVersions are offered when a Config lists none, newest first.
+var DefaultProtocolVersions = []string{mcp.ProtocolVersion20260728, mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618}
+
+func (c Config) withDefaults() Config {
+	if len(c.ProtocolVersions) == 0 {
+		c.ProtocolVersions = DefaultProtocolVersions
+	}
+	if c.Heartbeat.Interval == 0 {
+		c.Heartbeat.Interval = DefaultHeartbeatInterval
+	}
+	if c.Heartbeat.Timeout == 0 {
+		c.Heartbeat.Timeout = c.Heartbeat.Interval / 3
+	}
+	c.Restart = c.Restart.withDefaults()
+	if c.Sessions == 0 {
+		c.Sessions = 1
+	}
+	if c.QueueTimeout == 0 {
+		c.QueueTimeout = DefaultQueueTimeout
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	if c.Names.Mode == "" {
+		c.Names.Mode = PrefixOnCollision
+	}
+	if c.Names.Prefix == "" {
+		c.Names.Prefix = c.Name
+	}
+	if c.Names.Separator == "" {
+		c.Names.Separator = DefaultSeparator
+	}
+	if c.Sampling == "" {
+		c.Sampling = PolicyRefuse
+	}
+	if c.Elicitation == "" {
+		c.Elicitation = PolicyRefuse
+	}
+	if s := c.Stdio; s != nil {
+		cp := *s
+		if cp.StderrLineBytes == 0 {
+			cp.StderrLineBytes = DefaultStderrLineBytes
+		}
+		if cp.StopGrace == 0 {
+			cp.StopGrace = DefaultStopGrace
+		}
+		c.Stdio = &cp
+	}
+	return c
+}
+
+func (b BackoffConfig) withDefaults() BackoffConfig {
+	if b.Initial == 0 {
+		b.Initial = DefaultRestartInitial
+	}
+	if b.Max == 0 {
+		b.Max = max(DefaultRestartMax, b.Initial)
+	}
+	if b.Jitter == 0 {
+		b.Jitter = DefaultRestartJitter
+	}
+	return b
+}
+
+// Validate checks one upstream's configuration (after defaults are applied to unset
+// fields) for what the schema cannot.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if err := c.validate(); err != nil {
+		return fmt.Errorf("mcp upstream %q: %w", c.Name, err)
+	}
+	return nil
+}
+
+func (c Config) validate() error {
+	if !validName(c.Name) {
+		return errors.New("name must be 1–64 letters, digits, '_' or '-'")
+	}
+	if err := c.validateTransport(); err != nil {
+		return err
+	}
+	for _, v := range c.ProtocolVersions {
+		if !mcp.IsValidProtocolVersion(v) {
+			return fmt.Errorf("protocol_versions: %q is not a revision this gateway speaks (%s)", v, strings.Join(mcp.ValidProtocolVersions, ", "))
+		}
+	}
+	if c.Heartbeat.Interval < 0 || c.Heartbeat.Timeout <= 0 || c.Heartbeat.Timeout >= c.Heartbeat.Interval {
+		return errors.New("heartbeat: timeout must be positive and shorter than interval")
+	}
+	r := c.Restart
+	if r.Initial < 0 || r.Max < r.Initial || r.Jitter < 0 || r.Jitter > 1 {
+		return errors.New("restart: need 0 < initial ≤ max and jitter in [0, 1]")
+	}
+	if c.Sessions < 1 || c.MaxConcurrent < 0 || c.QueueTimeout < 0 || c.RequestTimeout < 0 || c.ConnectTimeout < 0 {
+		return errors.New("sessions must be ≥ 1; max_concurrent and the timeouts must not be negative")
+	}
+	if err := c.Names.validate(); err != nil {
+		return err
+	}
+	for _, p := range slices.Concat(c.Tools.Allow, c.Tools.Deny) {
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("tools: bad pattern %q", p)
+		}
+	}
+	for _, r := range c.Roots {
+		if u, err := url.Parse(r.URI); err != nil || u.Scheme != "file" {
+			return fmt.Errorf("roots: %q is not a file:// URI", r.URI)
+		}
+	}
+	for _, p := range []struct{ key, v string }{{"sampling", c.Sampling}, {"elicitation", c.Elicitation}} {
+		if p.v != PolicyRefuse && p.v != PolicyRoute {
+			return fmt.Errorf("%s must be %s or %s", p.key, PolicyRefuse, PolicyRoute)
+		}
+	}
+	return nil
+}
+
+func (c Config) validateTransport() error {
+	n := 0
+	for _, set := range []bool{c.Stdio != nil, c.SSE != nil, c.HTTP != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return errors.New("needs exactly one of stdio, sse, http")
+	}
+	if c.Stdio != nil {
+		if c.Stdio.Command == "" {
+			return errors.New("stdio: command is required")
+		}
+		if c.Stdio.StderrLineBytes < 0 || c.Stdio.StopGrace < 0 {
+			return errors.New("stdio: stderr_line_bytes and stop_grace must not be negative")
+		}
+		return nil
+	}
+	h := c.HTTP
+	if h == nil {
+		h = c.SSE
+	}
+	u, err := url.Parse(h.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("url must be an absolute http:// or https:// URL")
+	}
+	if h.TLS != nil && u.Scheme != "https" {
+		return errors.New("tls is set but the url is not https://")
+	}
+	return nil
+}
+
+func (n NamesConfig) validate() error {
+	switch n.Mode {
+	case PrefixAlways, PrefixOnCollision, PrefixNever:
+	default:
+		return fmt.Errorf("names: mode must be %s, %s or %s", PrefixAlways, PrefixOnCollision, PrefixNever)
+	}
+	if n.Mode != PrefixNever && (n.Separator == "" || strings.Trim(n.Separator, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") != "") {
+		return errors.New("names: separator must be made of letters, digits, '_', '-' and '.'")
+	}
+	return nil
+}
+
+// validName reports whether s is a usable upstream name.
+func validName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	return strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == ""
+}
+
+// ValidateAll checks a list of upstreams: each one, duplicate names, and two upstreams
+// that would prefix names identically. Tool-name collisions between upstreams whose
+// names are not (or not always) prefixed cannot be known here: they depend on the
+// catalogs the servers send, and are reported at run time (Bridge.Ready, the log, and the
+// colliding tools unavailable).
+func ValidateAll(cfgs []Config) error {
+	var errs []error
+	names := map[string]bool{}
+	prefixes := map[string]string{}
+	for _, c := range cfgs {
+		if err := c.Validate(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if names[c.Name] {
+			errs = append(errs, fmt.Errorf("mcp upstream %q is configured twice", c.Name))
+		}
+		names[c.Name] = true
+		d := c.withDefaults()
+		if d.Names.Mode == PrefixNever {
+			continue
+		}
+		key := d.Names.Prefix + d.Names.Separator
+		if other, ok := prefixes[key]; ok {
+			errs = append(errs, fmt.Errorf("mcp upstreams %q and %q share the name prefix %q", other, c.Name, key))
+		}
+		prefixes[key] = c.Name
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,72 @@
+package mcpbackend
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// SamplingHandler answers sampling/createMessage requests from upstreams whose sampling
+// policy is "route". The server implements it by routing to a configured backend (a gRPC
+// method or an HTTP endpoint).
+//
+// CreateMessage receives the request's params as the upstream sent them and returns the
+// CreateMessageResult JSON. An error that is a *gateway.Error is sent to the upstream with
+// its code and message; any other error is sent as an internal error without its text.
+type SamplingHandler interface {
+	CreateMessage(ctx context.Context, upstream string, params json.RawMessage) (json.RawMessage, error)
+}
+
+// ElicitationHandler answers elicitation/create requests from upstreams whose
+// elicitation policy is "route", with the same contract as SamplingHandler.
+type ElicitationHandler interface {
+	Elicit(ctx context.Context, upstream string, params json.RawMessage) (json.RawMessage, error)
+}
+
+// Option configures a Bridge.
+type Option func(*Bridge)
+
+// WithSampling sets the handler for upstreams whose sampling policy is "route". Without
+// one, their requests are refused like under "refuse".
+func WithSampling(h SamplingHandler) Option { return func(b *Bridge) { b.sampling = h } }
+
+// WithElicitation sets the handler for upstreams whose elicitation policy is "route".
+func WithElicitation(h ElicitationHandler) Option { return func(b *Bridge) { b.elicitation = h } }
+
+// Progress is one notifications/progress an upstream sent for a call.
+type Progress struct {
+	// Progress is the progress so far; it increases with each notification.
+	Progress float64
+	// Total is the total, when the upstream knows it.
+	Total *float64
+	// Message describes the current step, when the upstream sent one.
+	Message string
+}
+
+type progressKey struct{}
+
+// WithProgress returns a context under which Bridge.CallTool asks the upstream for
+// progress (it sends a progress token) and passes each progress notification to fn, in
+// order, from one goroutine at a time. fn must not block: it runs on the upstream
+// connection's reader.
+func WithProgress(ctx context.Context, fn func(Progress)) context.Context {
+	return context.WithValue(ctx, progressKey{}, fn)
+}
+
+func progressFrom(ctx context.Context) func(Progress) {
+	fn, _ := ctx.Value(progressKey{}).(func(Progress))
+	return fn
+}
+
+type wantProgressKey struct{}
+
+// WantProgress marks a call's context as able to receive a streamed result: the Target
+// then asks the upstream for progress and returns a gateway.Stream (see Target.Invoke).
+// A face sets it when it can deliver "$/stream" notifications (WebSocket, SSE).
+func WantProgress(ctx context.Context) context.Context {
+	return context.WithValue(ctx, wantProgressKey{}, true)
+}
+
+func wantsProgress(ctx context.Context) bool {
+	v, _ := ctx.Value(wantProgressKey{}).(bool)
+	return v
+}

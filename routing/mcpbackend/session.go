@@ -1,0 +1,341 @@
+package mcpbackend
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// clientVersion is what the gateway calls itself in clientInfo.
+const clientVersion = "1"
+
+// session is one live MCP connection of an upstream: a client, its wire, and for stdio
+// its child process.
+type session struct {
+	up      *upstream
+	slot    int
+	cli     *client.Client
+	wire    *wire
+	child   *child       // stdio only
+	hc      *http.Client // HTTP transports only
+	caps    mcp.ServerCapabilities
+	version string
+	started time.Time
+	// listening: a streamable HTTP transport with the standalone GET stream open.
+	listening bool
+
+	inflight atomic.Int64
+
+	dead     chan struct{} // closed when the session is no longer usable
+	deadOnce sync.Once
+	reason   string // why it died; written before dead is closed
+	expired  bool   // it died because the server forgot it: reconnect at once
+
+	listenMu   sync.Mutex
+	stopListen func()
+
+	closeOnce sync.Once
+}
+
+// errVersion is a server answering with a protocol version that is not configured.
+type errVersion struct{ got string }
+
+func (e errVersion) Error() string {
+	return fmt.Sprintf("server chose protocol version %q, which is not configured", e.got)
+}
+
+// connect starts a session: spawns or dials, negotiates, and starts listening for
+// notifications. On error, everything it started is stopped again.
+func (u *upstream) connect(ctx context.Context, slot int) (*session, error) {
+	s, err := u.dial(ctx, slot, u.httpLegacy.Load())
+	if err != nil {
+		return nil, err
+	}
+	// Over streamable HTTP, notifications outside a request (list_changed) only arrive on
+	// the standalone GET stream, which mcp-go opens only when the transport was made with
+	// continuous listening — which in turn rules out the stateless revision. A server that
+	// turned out to speak a handshake revision is therefore dialled again with listening
+	// on, and the upstream remembers it.
+	if u.cfg.HTTP != nil && !mcp.IsModernProtocol(s.version) && !s.listening {
+		s.close()
+		u.httpLegacy.Store(true)
+		return u.dial(ctx, slot, true)
+	}
+	return s, nil
+}
+
+func (u *upstream) dial(ctx context.Context, slot int, legacyHTTP bool) (*session, error) {
+	s := &session{up: u, slot: slot, dead: make(chan struct{}), started: u.bridge.now()}
+	inner, err := s.transport(legacyHTTP)
+	if err != nil {
+		return nil, err
+	}
+	tr := newWire(inner, u)
+	s.wire = wireOf(tr)
+	opts := []client.ClientOption{client.WithClientCapabilities(u.clientCapabilities())}
+	if d := min(5*time.Second, u.cfg.ConnectTimeout/2); d > 0 {
+		opts = append(opts, client.WithDiscoverTimeout(d))
+	}
+	s.cli = client.NewClient(tr, opts...)
+	s.cli.OnNotification(func(n mcp.JSONRPCNotification) { u.notification(s, n) })
+	if err := s.handshake(ctx, legacyHTTP); err != nil {
+		s.close()
+		return nil, err
+	}
+	if mcp.IsModernProtocol(s.version) {
+		s.listen()
+	}
+	return s, nil
+}
+
+// transport builds the mcp-go transport for the upstream's configuration.
+func (s *session) transport(legacyHTTP bool) (transport.Interface, error) {
+	cfg := s.up.cfg
+	switch {
+	case cfg.Stdio != nil:
+		c, err := startChild(cfg.Stdio, s.up.log.With("slot", s.slot))
+		if err != nil {
+			return nil, err
+		}
+		s.child = c
+		return transport.NewIO(c.stdout, c.stdin, nil), nil
+	case cfg.HTTP != nil:
+		hc, err := httpClient(cfg.HTTP)
+		if err != nil {
+			return nil, err
+		}
+		s.hc = hc
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(hc),
+			transport.WithHTTPHeaders(cfg.HTTP.Headers), transport.WithHTTPLogger(s.up.log)}
+		if legacyHTTP || !slices.ContainsFunc(cfg.ProtocolVersions, mcp.IsModernProtocol) {
+			s.listening = true
+			opts = append(opts, transport.WithContinuousListening()) //nolint:staticcheck // the only way to get list_changed from a handshake-era server
+		}
+		return transport.NewStreamableHTTP(cfg.HTTP.URL, opts...)
+	default:
+		hc, err := httpClient(cfg.SSE)
+		if err != nil {
+			return nil, err
+		}
+		s.hc = hc
+		return transport.NewSSE(cfg.SSE.URL, transport.WithHTTPClient(hc),
+			transport.WithHeaders(cfg.SSE.Headers), transport.WithSSELogger(s.up.log))
+	}
+}
+
+// httpClient returns a client of its own for one session, so closing the session closes
+// its connections.
+func httpClient(cfg *HTTPConfig) (*http.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if cfg.TLS != nil {
+		tc, err := tlsConfig(*cfg.TLS)
+		if err != nil {
+			return nil, err
+		}
+		tr.TLSClientConfig = tc
+	}
+	return &http.Client{Transport: tr}, nil
+}
+
+func tlsConfig(c TLSConfig) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName}
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls ca_file: %w", err)
+		}
+		tc.RootCAs = x509.NewCertPool()
+		if !tc.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("tls ca_file %s holds no PEM certificate", c.CAFile)
+		}
+	}
+	if c.CertFile != "" || c.KeyFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls client certificate: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+// clientCapabilities are what the gateway declares: roots when some are configured,
+// sampling and elicitation when their policy routes them.
+func (u *upstream) clientCapabilities() mcp.ClientCapabilities {
+	var caps mcp.ClientCapabilities
+	if len(u.cfg.Roots) > 0 {
+		caps.Roots = &struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		}{}
+	}
+	if u.cfg.Sampling == PolicyRoute && u.bridge.sampling != nil {
+		caps.Sampling = &mcp.SamplingCapability{}
+	}
+	if u.cfg.Elicitation == PolicyRoute && u.bridge.elicitation != nil {
+		caps.Elicitation = &mcp.ElicitationCapability{Form: &struct{}{}}
+	}
+	return caps
+}
+
+// handshake starts the transport and negotiates the protocol version.
+func (s *session) handshake(ctx context.Context, legacyHTTP bool) error {
+	cfg := s.up.cfg
+	if err := s.cli.Start(s.up.ctx); err != nil {
+		return fmt.Errorf("starting transport: %w", err)
+	}
+	offer := cfg.ProtocolVersions[0]
+	if (legacyHTTP || cfg.SSE != nil) && mcp.IsModernProtocol(offer) {
+		offer = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = offer
+	req.Params.ClientInfo = mcp.Implementation{Name: "gatehouse", Version: clientVersion}
+	req.Params.Capabilities = s.up.clientCapabilities()
+	res, err := s.cli.Initialize(ctx, req)
+	if err != nil {
+		if s.child != nil {
+			select {
+			case <-s.child.exited:
+				return &childExit{reason: s.child.exitReason()}
+			default:
+			}
+		}
+		return fmt.Errorf("initialize: %w", err)
+	}
+	if !slices.Contains(cfg.ProtocolVersions, res.ProtocolVersion) {
+		return errVersion{got: res.ProtocolVersion}
+	}
+	s.caps, s.version = res.Capabilities, res.ProtocolVersion
+	return nil
+}
+
+// listen opens (or reopens with the current subscriptions) the subscriptions/listen
+// stream through which a 2026-07-28 server sends list_changed and resources/updated.
+func (s *session) listen() {
+	f := mcp.SubscriptionFilter{ResourceSubscriptions: s.up.subscribedURIs()}
+	if c := s.caps.Tools; c != nil && c.ListChanged {
+		f.ToolsListChanged = true
+	}
+	if c := s.caps.Prompts; c != nil && c.ListChanged {
+		f.PromptsListChanged = true
+	}
+	if c := s.caps.Resources; c != nil && c.ListChanged {
+		f.ResourcesListChanged = true
+	}
+	s.listenMu.Lock()
+	defer s.listenMu.Unlock()
+	if s.stopListen != nil {
+		s.stopListen()
+		s.stopListen = nil
+	}
+	if f.IsEmpty() {
+		return
+	}
+	stop, err := s.cli.ListenAsync(s.up.ctx, f, func(err error) {
+		s.up.log.Debug("subscriptions/listen ended", "err", err)
+	})
+	if err == nil {
+		s.stopListen = stop
+	}
+}
+
+// ping checks the session is alive; on the stateless revision, where ping was removed,
+// server/discover is the cheapest request.
+func (s *session) ping(ctx context.Context) error {
+	if mcp.IsModernProtocol(s.version) {
+		_, err := s.cli.Discover(ctx, mcp.DiscoverRequest{})
+		return err
+	}
+	return s.cli.Ping(ctx) //nolint:staticcheck // ping is the liveness check before 2026-07-28
+}
+
+// fail marks the session dead for reason. In-flight calls fail at once: a child's
+// process group is killed and the client closed. An expired session is only retired:
+// its in-flight requests may finish, and it is closed once they have.
+func (s *session) fail(reason string, expired bool) {
+	s.deadOnce.Do(func() {
+		s.reason, s.expired = reason, expired
+		close(s.dead)
+		if expired {
+			return
+		}
+		if s.child != nil {
+			s.child.kill()
+		}
+		s.close()
+	})
+}
+
+// isDead reports whether the session has failed.
+func (s *session) isDead() bool {
+	select {
+	case <-s.dead:
+		return true
+	default:
+		return false
+	}
+}
+
+// close stops the session for good: listening ends, the client and transport close, and
+// a child is stopped (gracefully unless it was killed) and reaped.
+func (s *session) close() {
+	s.closeOnce.Do(func() {
+		s.listenMu.Lock()
+		if s.stopListen != nil {
+			s.stopListen()
+			s.stopListen = nil
+		}
+		s.listenMu.Unlock()
+		if s.cli != nil {
+			_ = s.cli.Close()
+		} else if s.wire != nil {
+			_ = s.wire.Close()
+		}
+		if s.child != nil {
+			s.child.stop()
+		}
+		if s.hc != nil {
+			s.hc.CloseIdleConnections()
+		}
+	})
+}
+
+// deathReason waits briefly for the supervisor to record why a session whose transport
+// closed died, so the caller's error can say.
+func (s *session) deathReason() string {
+	if waitClosed(s.dead, 200*time.Millisecond) {
+		return s.reason
+	}
+	if s.child != nil && waitClosed(s.child.exited, 0) {
+		return s.child.exitReason()
+	}
+	return "connection closed"
+}
+
+// isExpiry reports whether err means the server no longer knows the session: a 404 on
+// the stale Mcp-Session-Id (mcp-go's ErrSessionTerminated), or the 400 "No valid session
+// ID" that servers built on the TypeScript SDK's examples (server-everything among them)
+// answer instead.
+func isExpiry(err error, x *exchange) bool {
+	if errors.Is(err, transport.ErrSessionTerminated) {
+		return true
+	}
+	return x != nil && x.rpcErr != nil && x.rpcErr.Code == -32000 && x.rpcErr.Message == "Bad Request: No valid session ID provided"
+}
+
+// childExit is a child that exited during the handshake.
+type childExit struct{ reason string }
+
+func (e *childExit) Error() string { return "initialize: " + e.reason }
