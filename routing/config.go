@@ -8,6 +8,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing/grpcbackend"
+	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
 )
 
 // Config is the routing section of the configuration file.
@@ -16,6 +17,26 @@ type Config struct {
 	Demo *DemoConfig `yaml:"demo" json:"demo,omitempty"`
 	// GRPC lists the gRPC backends and the methods routed to them.
 	GRPC []grpcbackend.Config `yaml:"grpc" json:"grpc,omitempty"`
+	// MCP bridges upstream MCP servers: their tools become methods under a namespace.
+	MCP *MCPConfig `yaml:"mcp" json:"mcp,omitempty"`
+}
+
+// MCPConfig is the routing.mcp section.
+type MCPConfig struct {
+	// Namespace is put before each tool's name to make its JSON-RPC method (default "mcp.").
+	Namespace string `yaml:"namespace" json:"namespace,omitempty"`
+	// Servers are the upstream MCP servers.
+	Servers []mcpbackend.Config `yaml:"servers" json:"servers"`
+}
+
+// DefaultMCPNamespace is the method prefix of bridged MCP tools.
+const DefaultMCPNamespace = "mcp."
+
+func (c *MCPConfig) namespace() string {
+	if c.Namespace == "" {
+		return DefaultMCPNamespace
+	}
+	return c.Namespace
 }
 
 // BuildOptions are what targets need beyond their configuration.
@@ -53,6 +74,17 @@ func Build(cfg Config, opts BuildOptions) (tb *Table, err error) {
 			if err := tb.Add(m, d); err != nil {
 				return tb, fmt.Errorf("routing demo: %w", err)
 			}
+		}
+	}
+	if m := cfg.MCP; m != nil && len(m.Servers) > 0 {
+		bridge, err := mcpbackend.New(m.Servers, opts.Logger, opts.Now)
+		if err != nil {
+			return tb, fmt.Errorf("routing mcp: %w", err)
+		}
+		t := bridge.Target(m.namespace())
+		if err := tb.AddPrefix(m.namespace(), t); err != nil {
+			_ = t.Close()
+			return tb, fmt.Errorf("routing mcp: %w", err)
 		}
 	}
 	for _, bc := range cfg.GRPC {
@@ -109,6 +141,14 @@ func (c Config) Validate() error {
 	if c.Demo != nil {
 		for _, m := range NewDemo(*c.Demo).Methods() {
 			_ = claim("method", m, "demo")
+		}
+	}
+	if m := c.MCP; m != nil {
+		if err := mcpbackend.ValidateAll(m.Servers); err != nil {
+			return fmt.Errorf("mcp: %w", err)
+		}
+		if err := claim("method prefix", m.namespace(), "mcp"); err != nil {
+			return err
 		}
 	}
 	names := map[string]bool{}

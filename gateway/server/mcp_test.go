@@ -1,0 +1,55 @@
+package server
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// npmServer returns the path of an MCP server installed by `make mcp-servers`; under CI a
+// missing server fails the test, elsewhere it skips.
+func npmServer(t *testing.T, bin string) string {
+	t.Helper()
+	dir := os.Getenv("MCP_SERVERS_BIN")
+	if dir == "" {
+		dir = filepath.Join("..", "..", ".tmp", "npm", "node_modules", ".bin")
+	}
+	p, err := filepath.Abs(filepath.Join(dir, bin))
+	if err == nil {
+		_, err = os.Stat(p)
+	}
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("MCP server %s is not installed: make test runs `make mcp-servers` first", bin)
+		}
+		t.Skipf("MCP server %s is not installed: run `make mcp-servers`", bin)
+	}
+	return p
+}
+
+// TestMCPToolThroughJSONRPC calls a tool of the real server-everything (npm, over stdio)
+// as a JSON-RPC method of the boundary.
+func TestMCPToolThroughJSONRPC(t *testing.T) {
+	everything := npmServer(t, "mcp-server-everything")
+	ts := start(t, strings.Replace(baseConfig, "routing:\n  demo: {}\n", fmt.Sprintf(`routing:
+  mcp:
+    servers:
+      - name: everything
+        stdio: {command: %q, args: [stdio]}
+`, everything), 1), nil)
+	var r response
+	waitFor(t, func() bool {
+		_, _, body := ts.post(`{"jsonrpc":"2.0","method":"mcp.echo","params":{"message":"hello gatehouse"},"id":1}`)
+		r = decodeOne(t, body)
+		return r.Error == nil
+	})
+	if !strings.Contains(string(r.Result), "hello gatehouse") {
+		t.Fatalf("echo result %s", r.Result)
+	}
+	_, _, body := ts.post(`{"jsonrpc":"2.0","method":"mcp.no_such_tool","params":{},"id":2}`)
+	if r := decodeOne(t, body); r.Error == nil || r.Error.Code != -32002 {
+		t.Fatalf("unknown tool: %s", body)
+	}
+}
