@@ -131,6 +131,13 @@ var defs = []ratioDef{
 	{"Gateway JSON-RPC→gRPC calls/s ÷ direct grpc-go client calls/s (calculator Subtract, same backend)",
 		"gateway/server.BenchmarkGRPCEndToEnd/gateway", "gateway/server.BenchmarkGRPCEndToEnd/direct", true,
 		"the cost of the JSON-RPC front plus transcoding relative to a native gRPC client"},
+	{"MCP bridge tools/call calls/s ÷ direct mcp-go client calls/s, 1 caller (stdio child, no HTTP front)",
+		"routing/mcpbackend.BenchmarkToolCall/bridge/c1", "routing/mcpbackend.BenchmarkToolCall/direct/c1", true, ""},
+	{"MCP bridge tools/call calls/s ÷ direct mcp-go client calls/s, 32 callers (stdio child, no HTTP front)",
+		"routing/mcpbackend.BenchmarkToolCall/bridge/c32", "routing/mcpbackend.BenchmarkToolCall/direct/c32", true, ""},
+	{"MCP bridge calls/s at 32 callers ÷ at 1 caller (pipelining on one session)",
+		"routing/mcpbackend.BenchmarkToolCall/bridge/c32", "routing/mcpbackend.BenchmarkToolCall/bridge/c1", true,
+		"above 1.0: one session carries concurrent calls"},
 	{"Batch of 10 ÷ 10 single calls (time for 10 calls)",
 		"gateway/server.BenchmarkBatch/batch10", "gateway/server.BenchmarkBatch/single10", false,
 		"below 1.0: batching saves round trips"},
@@ -173,13 +180,12 @@ type ratioRow struct {
 func ratios(res *results) []ratioRow {
 	var rows []ratioRow
 	for _, d := range append(slices.Clone(defs), transcodeDefs...) {
-		num, den := median(res.samples[d.num]["ns/op"]), median(res.samples[d.den]["ns/op"])
 		row := ratioRow{def: d}
-		if num > 0 && den > 0 {
+		if r := pairedRatios(res.samples[d.num]["ns/op"], res.samples[d.den]["ns/op"]); len(r) > 0 {
 			row.ok = true
-			row.value = num / den
+			row.value = median(r)
 			if d.throughput {
-				row.value = den / num
+				row.value = 1 / row.value
 			}
 		}
 		rows = append(rows, row)
@@ -187,10 +193,34 @@ func ratios(res *results) []ratioRow {
 	return rows
 }
 
+// pairedRatios divides the i-th sample of num by the i-th of den: make bench runs the suite
+// in rounds, so samples with the same index were measured close together in time and a
+// load change on the machine affects both. With unequal counts it falls back to the ratio
+// of the medians.
+func pairedRatios(num, den []float64) []float64 {
+	if len(num) == 0 || len(den) == 0 {
+		return nil
+	}
+	if len(num) != len(den) {
+		if m := median(den); m > 0 {
+			return []float64{median(num) / m}
+		}
+		return nil
+	}
+	out := make([]float64, 0, len(num))
+	for i := range num {
+		if num[i] > 0 && den[i] > 0 {
+			out = append(out, num[i]/den[i])
+		}
+	}
+	return out
+}
+
 func report(res *results, rows []ratioRow, svg string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Benchmarks\n\nWritten by `make bench` on %s. Every figure is a ratio of two medians measured in the same run\n", time.Now().UTC().Format("2006-01-02"))
-	b.WriteString("on the same machine; absolute times are listed only to show what the ratios are made of.\n\n")
+	fmt.Fprintf(&b, "# Benchmarks\n\nWritten by `make bench` on %s. The suite runs in rounds, every benchmark once per round, so the two\n", time.Now().UTC().Format("2006-01-02"))
+	b.WriteString("sides of a ratio are measured close together; each figure is the median over the rounds of the ratio within a\n")
+	b.WriteString("round, on one machine. Absolute times are listed only to show what the ratios are made of.\n\n")
 	for _, e := range res.env {
 		fmt.Fprintf(&b, "- %s\n", e)
 	}
