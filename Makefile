@@ -17,6 +17,7 @@ export GOTOOLCHAIN := local
 
 include make/proto.mk
 include make/mcp.mk
+include make/conformance.mk
 
 .DEFAULT_GOAL := help
 
@@ -34,12 +35,12 @@ run: build ## build and serve configs/gatehouse.yaml (boundary 127.0.0.1:8080, a
 
 .PHONY: test
 test: ## install test peers, vet, lint, the whole suite with -race, and a bounded fuzz pass (FUZZTIME per target)
-	$(MAKE) --no-print-directory mcp-servers
+	$(MAKE) --no-print-directory mcp-servers conformance-tools
 	$(GO) mod verify
 	$(GO) vet ./...
 	$(MAKE) --no-print-directory proto-check
 	$(MAKE) --no-print-directory lint
-	$(GO) test -race -count=1 -timeout 20m ./...
+	CONFORMANCE_REQUIRED=1 $(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz
 
 .PHONY: fuzz

@@ -3,6 +3,7 @@
 //	gatehouse serve [--config FILE] [--boundary-addr ADDR] [--admin-addr ADDR] [--internal-addr ADDR]
 //	gatehouse validate --config FILE
 //	gatehouse demo-grpc [--addr ADDR]
+//	gatehouse demo-mcp
 //	gatehouse version
 package main
 
@@ -22,6 +23,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway/server"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/routing/calculator"
+	"github.com/gatehouse-dev/gatehouse/routing/mcpdemo"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -35,6 +37,7 @@ const usage = `usage:
   gatehouse serve [--config FILE] [--boundary-addr ADDR] [--admin-addr ADDR] [--internal-addr ADDR]
   gatehouse validate --config FILE
   gatehouse demo-grpc [--addr ADDR]   the demo calculator.v1 gRPC backend on its own
+  gatehouse demo-mcp                  the demo MCP server (the conformance fixtures) over stdio
   gatehouse version
 `
 
@@ -51,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return validate(args[1:], stdout, stderr)
 	case "demo-grpc":
 		return demoGRPC(args[1:], stderr)
+	case "demo-mcp":
+		return demoMCP(args[1:], stderr)
 	case "version":
 		fmt.Fprintln(stdout, "gatehouse", buildVersion())
 		return 0
@@ -159,6 +164,23 @@ func demoGRPC(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := calculator.Serve(ctx, ln); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// demoMCP serves the demo MCP server over stdin and stdout until stdin ends or a signal.
+func demoMCP(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("demo-mcp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	if err := mcpdemo.New(mcpdemo.Options{Logger: logger}).ServeStdio(ctx, os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}

@@ -377,3 +377,29 @@ routing:
 		return strings.Contains(out, `"result":1`)
 	})
 }
+
+// TestDemoMCPBridgedOverStdio bridges `gatehouse demo-mcp` (the conformance fixtures) as a
+// stdio upstream and calls its tools through the JSON-RPC boundary.
+func TestDemoMCPBridgedOverStdio(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "gatehouse.yaml")
+	_ = os.WriteFile(cfg, []byte(fmt.Sprintf(`auth: {anonymous: {}}
+routing:
+  mcp:
+    servers:
+      - name: demo
+        stdio: {command: %q, args: [demo-mcp]}
+`, binary)), 0o600)
+	p := startProcess(t, cfg)
+	var out string
+	waitFor(t, func() bool {
+		out, _ = p.call(`{"jsonrpc":"2.0","method":"mcp.test_simple_text","params":{},"id":1}`)
+		return strings.Contains(out, `"result"`)
+	})
+	if !strings.Contains(out, `This is a simple text response for testing.`) {
+		t.Fatalf("test_simple_text: %s", out)
+	}
+	out, _ = p.call(`{"jsonrpc":"2.0","method":"mcp.test_error_handling","params":{},"id":2}`)
+	if !strings.Contains(out, `"code":1001`) {
+		t.Fatalf("a tool error must be TOOL_FAILED: %s", out)
+	}
+}
