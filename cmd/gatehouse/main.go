@@ -89,7 +89,7 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gatehouse validate: --config is required")
 		return 2
 	}
-	if _, err := server.Load(*file); err != nil {
+	if _, err := loadConfig(*file); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
@@ -187,7 +187,16 @@ func demoMCP(args []string, stderr io.Writer) int {
 	return 0
 }
 
+// selfEnv names the variable holding this binary's path, so a configuration can start the
+// binary's own demo servers (`command: ${GATEHOUSE_BIN}`, args [demo-mcp]) wherever it lives.
+const selfEnv = "GATEHOUSE_BIN"
+
 func loadConfig(file string) (*server.Config, error) {
+	if os.Getenv(selfEnv) == "" {
+		if exe, err := os.Executable(); err == nil {
+			_ = os.Setenv(selfEnv, exe)
+		}
+	}
 	if file == "" {
 		return server.Default()
 	}
