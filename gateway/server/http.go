@@ -55,36 +55,18 @@ func (s *Server) recoverHTTP(c *gin.Context) {
 var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // handleRPC serves POST /rpc: limits and authentication first, then the body is read and
-// decoded, the calls run, and the responses are written in one HTTP response.
+// decoded, the calls run, and the responses are written in one HTTP response (or as an
+// event stream, for a streamed result the caller accepts as one).
 func (s *Server) handleRPC(c *gin.Context) {
 	rt := s.acquire()
 	defer rt.release()
 	w, r := c.Writer, c.Request
 	traceID := observability.NewTraceID()
 	w.Header().Set("X-Trace-Id", traceID)
-
-	if !isJSON(r.Header.Get("Content-Type")) {
-		writeHTTPError(w, http.StatusUnsupportedMediaType,
-			gateway.Errorf(schemas.CodeUnsupportedMedia, "Content-Type must be application/json"), traceID)
-		return
-	}
-	principal, err := rt.auth.Authenticate(r.Context(), httpCredentials(r, gateway.ZoneExternal))
-	if err != nil {
-		writeAuthError(w, gateway.AsError(err), traceID)
-		return
-	}
-	callerMs, ok := parseDeadlineHeader(r.Header.Get("X-Deadline-Ms"))
+	ex, ok := admitHTTP(rt, w, r, traceID)
 	if !ok {
-		writeHTTPError(w, http.StatusBadRequest,
-			gateway.Errorf(schemas.CodeInvalidRequest, "X-Deadline-Ms must be a positive integer (epoch milliseconds)"), traceID)
 		return
 	}
-	now := rt.now()
-	deadline := rt.cfg.Deadline.Resolve(now, callerMs)
-	// The response may be written until write_timeout after the deadline (or after now, for
-	// a deadline already past: its error still has to reach the caller).
-	_ = http.NewResponseController(w).SetWriteDeadline(latest(deadline, now).Add(rt.cfg.Server.Boundary.WriteTimeout))
-
 	bufp := bodyPool.Get().(*[]byte)
 	defer bodyPool.Put(bufp)
 	body, err := readBody(r, rt.cfg.JSONRPC.MaxBodyBytes, (*bufp)[:0])
@@ -93,14 +75,6 @@ func (s *Server) handleRPC(c *gin.Context) {
 		s.writeBodyError(w, err, rt.cfg.JSONRPC.MaxBodyBytes, traceID)
 		return
 	}
-	ex := exchange{principal: principal, zone: gateway.ZoneExternal, protocol: gateway.ProtocolHTTP, deadline: deadline, traceID: traceID}
-	ex.metadata = func(md map[string][]string) {
-		for k, vs := range md {
-			for _, v := range vs {
-				w.Header().Add("Grpc-Metadata-"+k, v)
-			}
-		}
-	}
 	var events *sseWriter
 	if sse.Accepts(r.Header.Get("Accept")) {
 		events = &sseWriter{w: w}
@@ -108,12 +82,53 @@ func (s *Server) handleRPC(c *gin.Context) {
 	}
 	outp := bodyPool.Get().(*[]byte)
 	defer bodyPool.Put(outp)
-	out := rt.serve(r.Context(), &ex, body, (*outp)[:0])
+	out := rt.serve(r.Context(), ex, body, (*outp)[:0])
 	*outp = out[:0]
 	if events != nil && events.started {
 		_ = events.event(out) // the final response ends the event stream
 		return
 	}
+	writeJSONRPC(w, out)
+}
+
+// admitHTTP checks what can be checked before the body is read — media type, credentials,
+// the caller's deadline — and answers the request itself when one fails.
+func admitHTTP(rt *runtime, w http.ResponseWriter, r *http.Request, traceID string) (*exchange, bool) {
+	if !isJSON(r.Header.Get("Content-Type")) {
+		writeHTTPError(w, http.StatusUnsupportedMediaType,
+			gateway.Errorf(schemas.CodeUnsupportedMedia, "Content-Type must be application/json"), traceID)
+		return nil, false
+	}
+	principal, err := rt.auth.Authenticate(r.Context(), httpCredentials(r, gateway.ZoneExternal))
+	if err != nil {
+		writeAuthError(w, gateway.AsError(err), traceID)
+		return nil, false
+	}
+	callerMs, ok := parseDeadlineHeader(r.Header.Get("X-Deadline-Ms"))
+	if !ok {
+		writeHTTPError(w, http.StatusBadRequest,
+			gateway.Errorf(schemas.CodeInvalidRequest, "X-Deadline-Ms must be a positive integer (epoch milliseconds)"), traceID)
+		return nil, false
+	}
+	now := rt.now()
+	deadline := rt.cfg.Deadline.Resolve(now, callerMs)
+	// The response may be written until write_timeout after the deadline (or after now, for
+	// a deadline already past: its error still has to reach the caller).
+	_ = http.NewResponseController(w).SetWriteDeadline(latest(deadline, now).Add(rt.cfg.Server.Boundary.WriteTimeout))
+	return &exchange{
+		principal: principal, zone: gateway.ZoneExternal, protocol: gateway.ProtocolHTTP, deadline: deadline, traceID: traceID,
+		metadata: func(md map[string][]string) {
+			for k, vs := range md {
+				for _, v := range vs {
+					w.Header().Add("Grpc-Metadata-"+k, v)
+				}
+			}
+		},
+	}, true
+}
+
+// writeJSONRPC writes a JSON-RPC response body, or 204 when there is none (notifications).
+func writeJSONRPC(w http.ResponseWriter, out []byte) {
 	if len(out) == 0 {
 		w.WriteHeader(http.StatusNoContent)
 		return
