@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
+	toolv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/tool/v1"
 )
 
 // InternalConfig is the internal gRPC listener: gatehouse.v1.GatewayService (any routed
@@ -34,6 +35,7 @@ func (s *Server) newGRPCServer(cfg InternalConfig) *grpc.Server {
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(gs, s.health)
 	gatehousev1.RegisterGatewayServiceServer(gs, &gatewayService{s: s})
+	toolv1.RegisterToolServiceServer(gs, &toolService{s: s})
 	reflection.Register(gs)
 	return gs
 }

@@ -31,9 +31,9 @@ type gatewayService struct {
 // Invoke implements gatehouse.v1.GatewayService/Invoke; a streamed result is collected
 // into an array.
 func (g *gatewayService) Invoke(ctx context.Context, req *gatehousev1.InvokeRequest) (*gatehousev1.InvokeResponse, error) {
-	out := g.run(ctx, req.GetMethod(), req.GetParams(), nil)
+	out := g.s.runInternal(ctx, req.GetMethod(), req.GetParams(), nil)
 	if out.err != nil {
-		return nil, out.err
+		return nil, toStatus(out.err, out.traceID)
 	}
 	return &gatehousev1.InvokeResponse{Result: out.result}, nil
 }
@@ -42,9 +42,9 @@ func (g *gatewayService) Invoke(ctx context.Context, req *gatehousev1.InvokeRequ
 // streamed result is one response; a result that is not streamed is one response.
 func (g *gatewayService) InvokeStream(req *gatehousev1.InvokeStreamRequest, stream grpc.ServerStreamingServer[gatehousev1.InvokeStreamResponse]) error {
 	send := func(msg []byte) error { return stream.Send(&gatehousev1.InvokeStreamResponse{Message: msg}) }
-	out := g.run(stream.Context(), req.GetMethod(), req.GetParams(), send)
+	out := g.s.runInternal(stream.Context(), req.GetMethod(), req.GetParams(), send)
 	if out.err != nil {
-		return out.err
+		return toStatus(out.err, out.traceID)
 	}
 	if !out.streamed {
 		return send(out.result)
@@ -52,28 +52,31 @@ func (g *gatewayService) InvokeStream(req *gatehousev1.InvokeStreamRequest, stre
 	return nil
 }
 
+// invokeOutcome is the outcome of a call made by an internal gRPC caller.
 type invokeOutcome struct {
 	result   []byte
 	streamed bool
-	err      error
+	err      *gateway.Error
+	traceID  string
 }
 
-// run authenticates the caller from metadata, decodes method and params as a JSON-RPC
-// request (strictly, as at the boundary) and runs it.
-func (g *gatewayService) run(ctx context.Context, method string, params []byte, send func([]byte) error) invokeOutcome {
-	rt := g.s.acquire()
+// runInternal runs a method for an internal gRPC caller: it authenticates the caller from
+// metadata, decodes method and params as a JSON-RPC request (strictly, as at the boundary)
+// and runs it through the pipeline under the caller's gRPC deadline.
+func (s *Server) runInternal(ctx context.Context, method string, params []byte, send func([]byte) error) invokeOutcome {
+	rt := s.acquire()
 	defer rt.release()
 	traceID := observability.NewTraceID()
 	principal, err := rt.auth.Authenticate(ctx, grpcCredentials(ctx))
 	if err != nil {
-		return invokeOutcome{err: toStatus(gateway.AsError(err), traceID)}
+		return invokeOutcome{err: gateway.AsError(err), traceID: traceID}
 	}
 	payload, derr := jsonrpc.Decode(envelope(method, params), rt.limitsFor(principal))
 	if derr == nil && payload.Members[0].Err != nil {
 		derr = payload.Members[0].Err
 	}
 	if derr != nil {
-		return invokeOutcome{err: toStatus(fromDecodeError(derr), traceID)}
+		return invokeOutcome{err: fromDecodeError(derr), traceID: traceID}
 	}
 	var callerMs int64
 	if dl, ok := ctx.Deadline(); ok {
@@ -90,9 +93,9 @@ func (g *gatewayService) run(ctx context.Context, method string, params []byte, 
 	}
 	out := rt.call(ctx, &ex, &payload.Members[0].Request, true)
 	if out.err != nil {
-		return invokeOutcome{err: toStatus(out.err, traceID)}
+		return invokeOutcome{err: out.err, traceID: traceID}
 	}
-	return invokeOutcome{result: out.res.Value, streamed: streamed}
+	return invokeOutcome{result: out.res.Value, streamed: streamed, traceID: traceID}
 }
 
 // envelope wraps method and params in a JSON-RPC request so the strict decoder checks them.

@@ -205,3 +205,9 @@ func (s *progressStream) Close() error {
 	})
 	return nil
 }
+
+// Catalog returns the bridge's current catalog.
+func (t *Target) Catalog() *Catalog { return t.b.Catalog() }
+
+// Namespace returns the method prefix of the target's tools.
+func (t *Target) Namespace() string { return t.ns }
