@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -23,6 +24,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/gatehouse-dev/gatehouse/internal/conformance"
 	toolv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/tool/v1"
 )
 
@@ -463,5 +465,61 @@ routing:
 	}
 	if _, err := client.ToolInvocation(ctx, &toolv1.ToolInvocationRequest{ToolName: "no_such_tool"}); status.Code(err) != codes.NotFound {
 		t.Fatalf("unknown tool: %v", err)
+	}
+}
+
+// TestGatewayMCPFaceConformance runs the official MCP conformance suite against the
+// gateway's /mcp face fronting `gatehouse demo-mcp`, comparing with
+// internal/conformance/expected-failures-gateway.txt.
+func TestGatewayMCPFaceConformance(t *testing.T) {
+	tools := conformance.Tools{Dir: filepath.Join("..", "..", conformance.DefaultToolsDir)}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := tools.Check(ctx); errors.Is(err, conformance.ErrNotInstalled) && os.Getenv("CONFORMANCE_REQUIRED") == "" {
+		t.Skip(err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	known, err := tools.Scenarios(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join("..", "..", "internal", "conformance", "expected-failures-gateway.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	expected, err := conformance.ParseExpected(f)
+	_ = f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "gatehouse.yaml")
+	_ = os.WriteFile(cfg, []byte(fmt.Sprintf(`auth: {anonymous: {}}
+mcp_face: {}
+routing:
+  mcp:
+    servers:
+      - name: demo
+        stdio: {command: %q, args: [demo-mcp]}
+`, binary)), 0o600)
+	p := startProcess(t, cfg)
+	url := strings.TrimSuffix(p.rpc, "/rpc") + "/mcp"
+	waitFor(t, func() bool { // the catalog is published once the upstream is up
+		out, _ := p.call(`{"jsonrpc":"2.0","method":"mcp.test_simple_text","params":{},"id":1}`)
+		return strings.Contains(out, `"result"`)
+	})
+	var log bytes.Buffer
+	results, err := tools.Run(ctx, conformance.RunOptions{URL: url, OutDir: filepath.Join(t.TempDir(), "results"), Log: &log})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	v := conformance.Compare(results, expected, known)
+	var report bytes.Buffer
+	if err := conformance.WriteReport(&report, results, expected, v); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + report.String())
+	if !v.OK() {
+		t.Errorf("the gateway's MCP face does not conform as expected-failures-gateway.txt says\n%s", log.String())
 	}
 }

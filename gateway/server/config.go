@@ -25,6 +25,7 @@ type Config struct {
 	JSONRPC   JSONRPCConfig             `yaml:"jsonrpc" json:"jsonrpc"`
 	Batch     BatchConfig               `yaml:"batch" json:"batch"`
 	WebSocket *WebSocketConfig          `yaml:"websocket" json:"websocket,omitempty"`
+	MCPFace   *MCPFaceConfig            `yaml:"mcp_face" json:"mcp_face,omitempty"`
 	Deadline  resilience.DeadlineConfig `yaml:"deadline" json:"deadline"`
 	Auth      auth.Config               `yaml:"auth" json:"auth"`
 	Routing   routing.Config            `yaml:"routing" json:"routing"`

@@ -66,11 +66,18 @@ type invokeOutcome struct {
 func (s *Server) runInternal(ctx context.Context, method string, params []byte, send func([]byte) error) invokeOutcome {
 	rt := s.acquire()
 	defer rt.release()
-	traceID := observability.NewTraceID()
 	principal, err := rt.auth.Authenticate(ctx, grpcCredentials(ctx))
 	if err != nil {
-		return invokeOutcome{err: gateway.AsError(err), traceID: traceID}
+		return invokeOutcome{err: gateway.AsError(err), traceID: observability.NewTraceID()}
 	}
+	return rt.runAs(ctx, principal, gateway.ZoneInternal, gateway.ProtocolGRPC, method, params, send)
+}
+
+// runAs runs one method for a caller already authenticated by its face, decoding method
+// and params strictly as a JSON-RPC request, under ctx's deadline.
+func (rt *runtime) runAs(ctx context.Context, principal gateway.Principal, zone gateway.TrustZone, proto gateway.Protocol,
+	method string, params []byte, send func([]byte) error) invokeOutcome {
+	traceID := observability.NewTraceID()
 	payload, derr := jsonrpc.Decode(envelope(method, params), rt.limitsFor(principal))
 	if derr == nil && payload.Members[0].Err != nil {
 		derr = payload.Members[0].Err
@@ -82,7 +89,7 @@ func (s *Server) runInternal(ctx context.Context, method string, params []byte, 
 	if dl, ok := ctx.Deadline(); ok {
 		callerMs = dl.UnixMilli()
 	}
-	ex := exchange{principal: principal, zone: gateway.ZoneInternal, protocol: gateway.ProtocolGRPC,
+	ex := exchange{principal: principal, zone: zone, protocol: proto,
 		deadline: rt.cfg.Deadline.Resolve(rt.now(), callerMs), traceID: traceID}
 	var streamed bool
 	if send != nil {

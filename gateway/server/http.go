@@ -29,6 +29,7 @@ func (s *Server) boundaryHandler() http.Handler {
 	e.Use(s.recoverHTTP)
 	e.POST("/rpc", s.handleRPC)
 	e.GET("/ws", s.handleWS)
+	e.Any("/mcp", s.handleMCP)
 	e.NoRoute(func(c *gin.Context) {
 		writeHTTPError(c.Writer, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "No such endpoint"), observability.NewTraceID())
 	})
@@ -50,6 +51,15 @@ func (s *Server) recoverHTTP(c *gin.Context) {
 		}
 	}()
 	c.Next()
+}
+
+// handleMCP serves the MCP face, when it is on.
+func (s *Server) handleMCP(c *gin.Context) {
+	if s.mcp == nil {
+		writeHTTPError(c.Writer, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "The MCP face is not enabled"), observability.NewTraceID())
+		return
+	}
+	s.mcp.serve(c)
 }
 
 var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}

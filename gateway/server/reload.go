@@ -34,6 +34,9 @@ func (s *Server) reloadLocked(cfg *Config) error {
 	}
 	s.setLogLevel(cfg)
 	old := s.cur.Swap(rt)
+	if s.mcp != nil {
+		s.mcp.sync() // publish the new configuration's MCP catalog before the old one closes
+	}
 	old.retire()
 	s.log.Info("configuration reloaded", "file", cfg.File())
 	return nil

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +57,8 @@ type Server struct {
 	kv       state.KV
 	stateCfg state.Config
 
+	mcp *mcpFace // nil when the MCP face is off
+
 	serving  atomic.Bool
 	draining atomic.Bool
 	ws       wsRegistry
@@ -88,6 +91,10 @@ func New(cfg *Config, opts Options) (*Server, error) {
 		_ = s.kv.Close()
 		return nil, err
 	}
+	if cfg.MCPFace != nil {
+		s.mcp = newMCPFace(s, *cfg.MCPFace, buildVersion())
+		s.mcp.sync()
+	}
 	b := cfg.Server.Boundary
 	if in := cfg.Server.Internal; in != nil {
 		s.grpc = s.newGRPCServer(*in)
@@ -109,6 +116,14 @@ func New(cfg *Config, opts Options) (*Server, error) {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	return s, nil
+}
+
+// buildVersion is the module version the binary was built from, "dev" for a local build.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
 }
 
 // listenAll binds every configured listener; on failure it closes those already bound.
@@ -247,6 +262,13 @@ func (s *Server) shutdown() error {
 	if s.grpc != nil {
 		s.health.Shutdown() // NOT_SERVING for every service while draining
 		wg.Go(func() { gracefulStopGRPC(ctx, s.grpc) })
+	}
+	if s.mcp != nil {
+		wg.Go(func() {
+			if err := s.mcp.shutdown(ctx); err != nil {
+				s.log.Warn("closing MCP sessions", "err", err)
+			}
+		})
 	}
 	wsErr := s.ws.drain(ctx)
 	wg.Wait()

@@ -211,3 +211,27 @@ func (t *Target) Catalog() *Catalog { return t.b.Catalog() }
 
 // Namespace returns the method prefix of the target's tools.
 func (t *Target) Namespace() string { return t.ns }
+
+// OnEvent registers fn for the bridge's catalog and resource events (Bridge.OnEvent).
+func (t *Target) OnEvent(fn func(Event)) (remove func()) { return t.b.OnEvent(fn) }
+
+// ReadResource reads a resource from the upstream that offers it (Bridge.ReadResource).
+func (t *Target) ReadResource(ctx context.Context, uri string) (json.RawMessage, error) {
+	return t.b.ReadResource(ctx, uri)
+}
+
+// GetPrompt gets a prompt from the upstream that offers it; args are the prompt's
+// arguments (Bridge.GetPrompt).
+func (t *Target) GetPrompt(ctx context.Context, name string, args map[string]string) (json.RawMessage, error) {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
+	}
+	return t.b.GetPrompt(ctx, name, raw)
+}
+
+// Subscribe subscribes to a resource upstream (Bridge.Subscribe).
+func (t *Target) Subscribe(ctx context.Context, uri string) error { return t.b.Subscribe(ctx, uri) }
+
+// Unsubscribe drops a resource subscription upstream (Bridge.Unsubscribe).
+func (t *Target) Unsubscribe(ctx context.Context, uri string) error { return t.b.Unsubscribe(ctx, uri) }
