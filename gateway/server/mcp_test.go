@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,4 +53,36 @@ func TestMCPToolThroughJSONRPC(t *testing.T) {
 	if r := decodeOne(t, body); r.Error == nil || r.Error.Code != -32002 {
 		t.Fatalf("unknown tool: %s", body)
 	}
+}
+
+func TestMCPFaceAuthAndAbsence(t *testing.T) {
+	initialize := `{"jsonrpc":"2.0","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}},"id":1}`
+	post := func(ts *testServer) (int, http.Header) {
+		req, _ := http.NewRequest(http.MethodPost, ts.base+"/mcp", strings.NewReader(initialize))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode, resp.Header
+	}
+	t.Run("off", func(t *testing.T) {
+		if status, _ := post(start(t, baseConfig, nil)); status != http.StatusNotFound {
+			t.Fatalf("status %d", status)
+		}
+	})
+	t.Run("no credential", func(t *testing.T) {
+		ts := start(t, strings.Replace(baseConfig, "auth:\n  anonymous: {}\n", "", 1)+"mcp_face: {}\n", nil)
+		if status, hdr := post(ts); status != http.StatusUnauthorized || hdr.Get("WWW-Authenticate") == "" {
+			t.Fatalf("status %d, headers %v", status, hdr)
+		}
+	})
+	t.Run("on", func(t *testing.T) {
+		ts := start(t, baseConfig+"mcp_face: {}\n", nil)
+		if status, hdr := post(ts); status != http.StatusOK || hdr.Get("Mcp-Session-Id") == "" {
+			t.Fatalf("status %d, headers %v", status, hdr)
+		}
+	})
 }
