@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -248,20 +247,6 @@ func TestFixtureConformance(t *testing.T) {
 	if dir == "" {
 		dir = filepath.Join("..", "..", conformance.DefaultToolsDir)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	tools := conformance.Tools{Dir: dir}
-	if err := tools.Check(ctx); errors.Is(err, conformance.ErrNotInstalled) && os.Getenv("CONFORMANCE_REQUIRED") == "" {
-		t.Skip(err)
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	known, err := tools.Scenarios(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	expected := readExpected(t)
-
 	fixture, err := conformance.ServeFixture("127.0.0.1:0", mcpdemo.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -273,20 +258,7 @@ func TestFixtureConformance(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	var log bytes.Buffer
-	results, err := tools.Run(ctx, conformance.RunOptions{URL: fixture.URL, OutDir: filepath.Join(t.TempDir(), "results"), Log: &log})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, log.String())
-	}
-	v := conformance.Compare(results, expected, known)
-	var report bytes.Buffer
-	if err := conformance.WriteReport(&report, results, expected, v); err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + report.String())
-	if !v.OK() {
-		t.Errorf("the fixture does not conform as expected-failures.txt says\n%s", log.String())
-	}
+	conformance.VerifyURL(t, dir, fixture.URL, "expected-failures.txt")
 }
 
 // FuzzParseExpected: whatever parses, written back one "scenario # reason" per line,
