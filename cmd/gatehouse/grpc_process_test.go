@@ -14,8 +14,9 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// startBackend runs `gatehouse demo-grpc` as its own process.
-func startBackend(t *testing.T, addr string) *exec.Cmd {
+// startBackend runs `gatehouse demo-grpc` as its own process on addr ("127.0.0.1:0" lets
+// the kernel pick) and returns it with the address it bound.
+func startBackend(t *testing.T, addr string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(binary, "demo-grpc", "--addr", addr)
 	var stderr lockedBuffer
@@ -23,13 +24,17 @@ func startBackend(t *testing.T, addr string) *exec.Cmd {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return strings.Contains(stderr.String(), "serving on") })
-	return cmd
+	var bound string
+	waitFor(t, func() bool {
+		_, after, ok := strings.Cut(stderr.String(), "serving on ")
+		bound, _, _ = strings.Cut(after, "\n")
+		return ok && strings.Contains(after, "\n")
+	})
+	return cmd, bound
 }
 
 func TestGRPCBackendInAnotherProcess(t *testing.T) {
-	backendAddr := freeAddr(t)
-	backend := startBackend(t, backendAddr)
+	backend, backendAddr := startBackend(t, "127.0.0.1:0")
 	defer func() { _ = backend.Process.Kill(); _ = backend.Wait() }()
 	cfg := filepath.Join(t.TempDir(), "gatehouse.yaml")
 	_ = os.WriteFile(cfg, []byte(fmt.Sprintf(`auth: {anonymous: {}}
@@ -107,7 +112,7 @@ routing:
 	})
 
 	// It comes back on the same address: the gateway reconnects by itself.
-	backend = startBackend(t, backendAddr)
+	backend, _ = startBackend(t, backendAddr)
 	waitFor(t, func() bool {
 		out, _ := p.call(`{"jsonrpc":"2.0","method":"subtract","params":[2,1],"id":4}`)
 		return strings.Contains(out, `"result":1`)

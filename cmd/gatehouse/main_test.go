@@ -3,9 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -82,11 +82,12 @@ func TestRunCommands(t *testing.T) {
 
 // process is a gatehouse serve process started by a test.
 type process struct {
-	cmd    *exec.Cmd
-	rpc    string
-	admin  string
-	stderr *lockedBuffer
-	exited chan error
+	cmd      *exec.Cmd
+	rpc      string
+	admin    string
+	internal string // "off" when the internal listener is off
+	stderr   *lockedBuffer
+	exited   chan error
 }
 
 type lockedBuffer struct {
@@ -106,23 +107,21 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
+// servingLine is the log line gatehouse writes once its listeners are bound.
+type servingLine struct {
+	Msg      string `json:"msg"`
+	Boundary string `json:"boundary"`
+	Admin    string `json:"admin"`
+	Internal string `json:"internal"`
 }
 
+// startProcess runs `gatehouse serve` with configFile on ports the kernel picks (the
+// addresses are read back from its "serving" log line, so no other test can take them in
+// between) and waits until it is ready.
 func startProcess(t *testing.T, configFile string) *process {
 	t.Helper()
-	boundary, admin := freeAddr(t), freeAddr(t)
 	p := &process{
-		cmd:    exec.Command(binary, "serve", "--config", configFile, "--boundary-addr", boundary, "--admin-addr", admin),
-		rpc:    "http://" + boundary + "/rpc",
-		admin:  "http://" + admin,
+		cmd:    exec.Command(binary, "serve", "--config", configFile, "--boundary-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"),
 		stderr: &lockedBuffer{},
 		exited: make(chan error, 1),
 	}
@@ -140,7 +139,11 @@ func startProcess(t *testing.T, configFile string) *process {
 	})
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if resp, err := http.Get(p.admin + "/readyz"); err == nil {
+		if p.rpc == "" {
+			if l, ok := p.serving(); ok {
+				p.rpc, p.admin, p.internal = "http://"+l.Boundary+"/rpc", "http://"+l.Admin, l.Internal
+			}
+		} else if resp, err := http.Get(p.admin + "/readyz"); err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return p
@@ -150,6 +153,17 @@ func startProcess(t *testing.T, configFile string) *process {
 	}
 	t.Fatalf("gatehouse did not become ready:\n%s", p.stderr.String())
 	return nil
+}
+
+// serving finds the "serving" log line.
+func (p *process) serving() (servingLine, bool) {
+	for _, line := range strings.Split(p.stderr.String(), "\n") {
+		var l servingLine
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "serving" {
+			return l, true
+		}
+	}
+	return servingLine{}, false
 }
 
 func (p *process) call(body string) (string, error) {

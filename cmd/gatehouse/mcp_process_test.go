@@ -55,8 +55,7 @@ func TestDemoMCPBridgedOverStdio(t *testing.T) {
 // TestToolServiceOverGRPC invokes bridged MCP tools with tool.v1.ToolService on the
 // internal listener.
 func TestToolServiceOverGRPC(t *testing.T) {
-	internal := freeAddr(t)
-	startWithDemoMCP(t, fmt.Sprintf("server: {internal: {addr: %q}}", internal))
+	internal := startWithDemoMCP(t, `server: {internal: {addr: "127.0.0.1:0"}}`).internal
 	conn, err := grpc.NewClient(internal, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

@@ -24,17 +24,17 @@ import (
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/gatehouse-dev/gatehouse/routing/calculator"
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
 )
 
 // calcConfig routes the JSON-RPC specification's method names, and the whole calculator
-// service under "calc.", to the demo calculator.v1 gRPC backend started by the server.
+// service under "calc.", to a calculator.v1 gRPC backend at the address given.
 const calcConfig = `
 server:
   boundary: {addr: "127.0.0.1:0"}
   admin: {addr: "127.0.0.1:0"}
   internal: {addr: "127.0.0.1:0"}
-  demo_grpc: {addr: "%s"}
   shutdown_grace: 5s
 websocket: {}
 auth: {anonymous: {}}
@@ -57,8 +57,12 @@ routing:
 
 func startCalc(t *testing.T) *testServer {
 	t.Helper()
-	addr := freeAddr(t)
-	ts := start(t, fmt.Sprintf(calcConfig, addr, addr), nil)
+	addr, stop, err := calculator.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stop() })
+	ts := start(t, fmt.Sprintf(calcConfig, addr), nil)
 	waitFor(t, func() bool {
 		resp, err := http.Get(ts.admin + "/readyz")
 		if err != nil {
@@ -413,5 +417,22 @@ func TestSurfacedMetadata(t *testing.T) {
 	})
 	if hdr.Get("Grpc-Metadata-X-Served-By") != "echo" || hdr.Get("Grpc-Metadata-X-Secret") != "" {
 		t.Fatalf("headers %v: only the allowed key may be surfaced", hdr)
+	}
+}
+
+// TestDemoGRPCBackend checks server.demo_grpc starts the calculator with the server.
+func TestDemoGRPCBackend(t *testing.T) {
+	ts := start(t, strings.Replace(baseConfig, `admin: {addr: "127.0.0.1:0"}`,
+		`admin: {addr: "127.0.0.1:0"}`+"\n  demo_grpc: {addr: \"127.0.0.1:0\"}", 1), nil)
+	conn, err := grpc.NewClient(ts.DemoGRPCAddr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: "calculator.v1.CalculatorService"})
+	if err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("demo backend health: %v %v", r, err)
 	}
 }

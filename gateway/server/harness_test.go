@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -198,17 +197,6 @@ func writeFile(t *testing.T, dir, name, content string) string {
 }
 
 func renameFile(from, to string) error { return os.Rename(from, to) }
-
-// freeAddr returns a loopback address that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
-}
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
