@@ -157,7 +157,7 @@ func startProcess(t *testing.T, configFile string) *process {
 
 // serving finds the "serving" log line.
 func (p *process) serving() (servingLine, bool) {
-	for _, line := range strings.Split(p.stderr.String(), "\n") {
+	for line := range strings.SplitSeq(p.stderr.String(), "\n") {
 		var l servingLine
 		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "serving" {
 			return l, true
