@@ -189,6 +189,9 @@ func (f *mcpFace) callTool(method string) mcpserver.ToolHandlerFunc {
 			args = []byte("{}")
 		}
 		principal, _ := ctx.Value(principalKey{}).(gateway.Principal)
+		if meta := req.Params.Meta; meta != nil && meta.ProgressToken != nil {
+			ctx = f.relayProgress(ctx, meta.ProgressToken)
+		}
 		rt := f.s.acquire()
 		out := rt.runAs(ctx, principal, gateway.ZoneExternal, gateway.ProtocolMCP, method, args, nil)
 		rt.release()
@@ -201,6 +204,23 @@ func (f *mcpFace) callTool(method string) mcpserver.ToolHandlerFunc {
 		}
 		return mcp.ParseCallToolResult(&raw)
 	}
+}
+
+// relayProgress forwards the upstream's progress notifications for this call to the
+// calling session, under the caller's own progress token.
+func (f *mcpFace) relayProgress(ctx context.Context, token mcp.ProgressToken) context.Context {
+	return mcpbackend.WithProgress(ctx, func(p mcpbackend.Progress) {
+		params := map[string]any{"progressToken": token, "progress": p.Progress}
+		if p.Total != nil {
+			params["total"] = *p.Total
+		}
+		if p.Message != "" {
+			params["message"] = p.Message
+		}
+		if err := f.srv.SendNotificationToClient(ctx, "notifications/progress", params); err != nil {
+			f.s.log.Debug("relaying MCP progress", "err", err)
+		}
+	})
 }
 
 func (f *mcpFace) readResource(target *mcpbackend.Target) mcpserver.ResourceHandlerFunc {
