@@ -111,6 +111,10 @@ func TestReloadUnderLoadLosesNothing(t *testing.T) {
 			if err := ts.ReloadFile(path); err == nil {
 				t.Fatal("an invalid file was accepted")
 			}
+			writeFile(t, dir, "gatehouse.yaml", " \n") // caught between truncate and write
+			if err := ts.ReloadFile(path); err == nil {
+				t.Fatal("an empty file was accepted on reload")
+			}
 		}
 	}
 	l.finish(t)

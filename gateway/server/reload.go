@@ -63,6 +63,12 @@ func (s *Server) reloadFile(path string, force bool) error {
 	if !force && s.lastFile != nil && bytes.Equal(data, s.lastFile) {
 		return nil
 	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		// An empty file would be a valid configuration of defaults (no auth, no routes), but
+		// on a reload it is far likelier a file caught between truncate and write.
+		s.log.Error("configuration reload refused: the file is empty (a write in progress?); the current configuration keeps serving", "file", path)
+		return fmt.Errorf("%s: refusing to reload an empty configuration file", path)
+	}
 	cfg, err := Parse(path, data)
 	if err == nil {
 		s.opts.Overrides.Apply(cfg)
