@@ -194,7 +194,7 @@ func (p *process) waitExit(t *testing.T, within time.Duration) {
 
 func TestServeSIGTERMUnderLoad(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "gatehouse.yaml")
-	_ = os.WriteFile(cfg, []byte("auth: {anonymous: {}}\nrouting: {demo: {delay: 1s}}\nserver: {shutdown_grace: 10s}\n"), 0o600)
+	_ = os.WriteFile(cfg, []byte("auth: {anonymous: {}}\nrouting: {demo: {delay: 2s}}\nserver: {shutdown_grace: 15s}\n"), 0o600)
 	p := startProcess(t, cfg)
 	const calls = 24
 	var wg sync.WaitGroup
@@ -212,7 +212,7 @@ func TestServeSIGTERMUnderLoad(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(300 * time.Millisecond) // every call is now inside its 1 s of backend latency
+	time.Sleep(700 * time.Millisecond) // every call is now inside its 2 s of backend latency
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestServeSIGTERMUnderLoad(t *testing.T) {
 	if n := failed.Load(); n > 0 {
 		t.Fatalf("%d of %d in-flight calls failed across SIGTERM; first: %v", n, calls, firstErr.Load())
 	}
-	p.waitExit(t, 10*time.Second)
+	p.waitExit(t, 15*time.Second)
 	if !strings.Contains(p.stderr.String(), `"msg":"stopped"`) {
 		t.Errorf("no clean stop logged")
 	}

@@ -57,13 +57,13 @@ func TestWSInFlightLimit(t *testing.T) {
 }
 
 func TestWSKeepalive(t *testing.T) {
-	ts := start(t, strings.Replace(baseConfig, "websocket: {}", "websocket: {ping_interval: 100ms, pong_timeout: 100ms}", 1), nil)
+	ts := start(t, strings.Replace(baseConfig, "websocket: {}", "websocket: {ping_interval: 100ms, pong_timeout: 400ms}", 1), nil)
 
 	t.Run("a peer that answers pings stays", func(t *testing.T) {
 		c := dialWS(t, ts, nil)
 		done := make(chan error, 1)
 		go func() {
-			_ = c.SetReadDeadline(time.Now().Add(700 * time.Millisecond))
+			_ = c.SetReadDeadline(time.Now().Add(1200 * time.Millisecond)) // > ping_interval + pong_timeout
 			_, _, err := c.ReadMessage() // answers pings while it reads
 			done <- err
 		}()
@@ -79,7 +79,7 @@ func TestWSKeepalive(t *testing.T) {
 		began := time.Now()
 		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		_, _, err := c.ReadMessage()
-		if err == nil || time.Since(began) > 2*time.Second {
+		if err == nil || time.Since(began) > 3*time.Second { // ping_interval + pong_timeout = 500ms
 			t.Fatalf("silent peer kept for %v (err %v)", time.Since(began), err)
 		}
 	})
