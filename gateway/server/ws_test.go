@@ -64,7 +64,7 @@ func TestWSKeepalive(t *testing.T) {
 		done := make(chan error, 1)
 		go func() {
 			_ = c.SetReadDeadline(time.Now().Add(1200 * time.Millisecond)) // > ping_interval + pong_timeout
-			_, _, err := c.ReadMessage() // answers pings while it reads
+			_, _, err := c.ReadMessage()                                   // answers pings while it reads
 			done <- err
 		}()
 		err := <-done
