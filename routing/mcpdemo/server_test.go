@@ -1,12 +1,14 @@
 package mcpdemo_test
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -231,20 +233,48 @@ func TestProgressWithoutToken(t *testing.T) {
 
 func TestSampling(t *testing.T) {
 	forEachPeer(t, func(t *testing.T, c *client.Client, user *fakeUser) {
-		res := callTool(t, c, "test_sampling", map[string]any{"prompt": "Test prompt for sampling"})
+		res := callSamplingTool(t, c)
 		want := `[{"type":"text","text":"LLM response: This is a test response from the client"}]`
 		if got := asJSON(t, res.Content); got != want || res.IsError {
 			t.Errorf("content %s (isError %v), want %s", got, res.IsError, want)
 		}
-		if len(user.sampling) != 1 {
-			t.Fatalf("%d sampling requests, want 1", len(user.sampling))
+		user.mu.Lock()
+		sampling := append([]mcp.CreateMessageRequest(nil), user.sampling...)
+		user.mu.Unlock()
+		if len(sampling) < 1 {
+			t.Fatalf("%d sampling requests, want at least 1", len(sampling))
 		}
-		params := user.sampling[0].CreateMessageParams
+		params := sampling[0].CreateMessageParams
 		wantMessages := `[{"role":"user","content":{"type":"text","text":"Test prompt for sampling"}}]`
 		if !sameJSON(t, params.Messages, wantMessages) || params.MaxTokens != 100 {
 			t.Errorf("sampling request: messages %s, maxTokens %d; want %s, 100", asJSON(t, params.Messages), params.MaxTokens, wantMessages)
 		}
 	})
+}
+
+// callSamplingTool calls test_sampling, retrying an attempt that timed out. Over HTTP,
+// mcp-go v1.2.1 sends sampling/createMessage only on the client's standalone GET stream,
+// which its client opens in the background after initialize; a call made before that stream
+// is up waits in vain (see expected-failures.txt). A retry goes out once it is up; the
+// first attempt's request may then still be answered, so a second sampling request is
+// allowed.
+func callSamplingTool(t *testing.T, c *client.Client) *mcp.CallToolResult {
+	t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "test_sampling"
+	req.Params.Arguments = map[string]any{"prompt": "Test prompt for sampling"}
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		ctx, cancel := context.WithTimeout(ctxT(t), 3*time.Second)
+		res, callErr := c.CallTool(ctx, req)
+		cancel()
+		if callErr == nil {
+			return res
+		}
+		err = callErr
+	}
+	t.Fatalf("test_sampling: %v", err)
+	return nil
 }
 
 func TestSamplingNeedsPrompt(t *testing.T) {
