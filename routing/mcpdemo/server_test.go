@@ -264,7 +264,7 @@ func callSamplingTool(t *testing.T, c *client.Client) *mcp.CallToolResult {
 	req.Params.Name = "test_sampling"
 	req.Params.Arguments = map[string]any{"prompt": "Test prompt for sampling"}
 	var err error
-	for attempt := 0; attempt < 3; attempt++ {
+	for range 3 {
 		ctx, cancel := context.WithTimeout(ctxT(t), 3*time.Second)
 		res, callErr := c.CallTool(ctx, req)
 		cancel()
