@@ -2,12 +2,9 @@ package grpcbackend
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -81,7 +78,7 @@ func New(cfg Config, log *slog.Logger, now func() time.Time) (*Backend, error) {
 func dialOptions(cfg Config) ([]grpc.DialOption, error) {
 	creds := insecure.NewCredentials()
 	if cfg.TLS != nil {
-		tc, err := tlsConfig(*cfg.TLS)
+		tc, err := cfg.TLS.Load()
 		if err != nil {
 			return nil, err
 		}
@@ -95,28 +92,6 @@ func dialOptions(cfg Config) ([]grpc.DialOption, error) {
 		opts = append(opts, grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: k.Time, Timeout: k.Timeout, PermitWithoutStream: true}))
 	}
 	return opts, nil
-}
-
-func tlsConfig(c TLSConfig) (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName}
-	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("tls ca_file: %w", err)
-		}
-		tc.RootCAs = x509.NewCertPool()
-		if !tc.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("tls ca_file %s holds no PEM certificate", c.CAFile)
-		}
-	}
-	if c.CertFile != "" || c.KeyFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("tls client certificate: %w", err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	return tc, nil
 }
 
 // Name implements gateway.Target.

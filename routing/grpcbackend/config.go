@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/routing/tlsclient"
 )
 
 // Config is one gRPC backend (an entry of routing.grpc).
@@ -40,15 +42,7 @@ type Config struct {
 }
 
 // TLSConfig is transport security for a backend connection.
-type TLSConfig struct {
-	// CAFile verifies the backend's certificate (default: the system roots).
-	CAFile string `yaml:"ca_file" json:"ca_file,omitempty"`
-	// CertFile and KeyFile are the gateway's client certificate, for mTLS.
-	CertFile string `yaml:"cert_file" json:"cert_file,omitempty"`
-	KeyFile  string `yaml:"key_file" json:"key_file,omitempty"`
-	// ServerName overrides the name verified in the backend's certificate.
-	ServerName string `yaml:"server_name" json:"server_name,omitempty"`
-}
+type TLSConfig = tlsclient.Config
 
 // KeepaliveConfig is gRPC client keepalive.
 type KeepaliveConfig struct {

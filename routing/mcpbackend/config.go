@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/routing/tlsclient"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -96,15 +97,7 @@ type HTTPConfig struct {
 }
 
 // TLSConfig is transport security for an HTTP upstream.
-type TLSConfig struct {
-	// CAFile verifies the server's certificate (default: the system roots).
-	CAFile string `yaml:"ca_file" json:"ca_file,omitempty"`
-	// CertFile and KeyFile are the gateway's client certificate, for mTLS.
-	CertFile string `yaml:"cert_file" json:"cert_file,omitempty"`
-	KeyFile  string `yaml:"key_file" json:"key_file,omitempty"`
-	// ServerName overrides the name verified in the server's certificate.
-	ServerName string `yaml:"server_name" json:"server_name,omitempty"`
-}
+type TLSConfig = tlsclient.Config
 
 // HeartbeatConfig is the liveness check of a session.
 type HeartbeatConfig struct {

@@ -2,12 +2,9 @@ package mcpbackend
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -140,35 +137,13 @@ func (s *session) transport(legacyHTTP bool) (transport.Interface, error) {
 func httpClient(cfg *HTTPConfig) (*http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if cfg.TLS != nil {
-		tc, err := tlsConfig(*cfg.TLS)
+		tc, err := cfg.TLS.Load()
 		if err != nil {
 			return nil, err
 		}
 		tr.TLSClientConfig = tc
 	}
 	return &http.Client{Transport: tr}, nil
-}
-
-func tlsConfig(c TLSConfig) (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName}
-	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("tls ca_file: %w", err)
-		}
-		tc.RootCAs = x509.NewCertPool()
-		if !tc.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("tls ca_file %s holds no PEM certificate", c.CAFile)
-		}
-	}
-	if c.CertFile != "" || c.KeyFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("tls client certificate: %w", err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	return tc, nil
 }
 
 // clientCapabilities are what the gateway declares: roots when some are configured,
