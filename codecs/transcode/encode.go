@@ -116,14 +116,14 @@ func (e *encoder) positional(m *message, depth int) *PathError {
 		if err := e.member(m, f, &seen, depth); err != nil {
 			return err.inIndex(i)
 		}
-		e.ws()
-		if e.eat(',') {
+		more, err := e.next(']')
+		if err != nil {
+			return err
+		}
+		if more {
 			continue
 		}
-		if e.eat(']') {
-			return e.closeObject(m, seen)
-		}
-		return e.syntax()
+		return e.closeObject(m, seen)
 	}
 }
 
@@ -178,15 +178,14 @@ func (e *encoder) object(m *message, depth int, skipType bool) *PathError {
 				return err.inField(e.keyName(ks, ke, esc))
 			}
 		}
-		e.ws()
-		if e.eat(',') {
-			e.ws()
+		more, err := e.next('}')
+		if err != nil {
+			return err
+		}
+		if more {
 			continue
 		}
-		if e.eat('}') {
-			return e.closeObject(m, seen)
-		}
-		return e.syntax()
+		return e.closeObject(m, seen)
 	}
 }
 
@@ -333,14 +332,14 @@ func (e *encoder) list(f *field, depth int) *PathError {
 		if err != nil {
 			return err.inIndex(i)
 		}
-		e.ws()
-		if e.eat(',') {
+		more, err := e.next(']')
+		if err != nil {
+			return err
+		}
+		if more {
 			continue
 		}
-		if e.eat(']') {
-			break
-		}
-		return e.syntax()
+		break
 	}
 	if f.packed {
 		if len(e.out) == pos+1 { // every element was an unknown enum name, discarded

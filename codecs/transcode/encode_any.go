@@ -95,15 +95,14 @@ func (e *encoder) findType(depth int) (us, ue int, esc bool, members int, err *P
 				return 0, 0, false, 0, fail(`"@type" is empty`)
 			}
 		}
-		e.ws()
-		if e.eat(',') {
-			e.ws()
+		more, err := e.next('}')
+		if err != nil {
+			return 0, 0, false, 0, err
+		}
+		if more {
 			continue
 		}
-		if e.eat('}') {
-			return us, ue, esc, members, nil
-		}
-		return 0, 0, false, 0, e.syntax()
+		return us, ue, esc, members, nil
 	}
 }
 
@@ -139,15 +138,14 @@ func (e *encoder) anyValue(em *message, depth int) *PathError {
 			if err != nil {
 				return err
 			}
-			e.ws()
-			if e.eat(',') {
-				e.ws()
+			more, err := e.next('}')
+			if err != nil {
+				return err
+			}
+			if more {
 				continue
 			}
-			if e.eat('}') {
-				break
-			}
-			return e.syntax()
+			break
 		}
 	}
 	if !found && em.wkt != wktEmpty {

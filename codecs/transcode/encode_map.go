@@ -53,16 +53,15 @@ func (e *encoder) mapField(f *field, depth int) *PathError {
 		if err := e.mapEntry(f, &set, k, depth); err != nil {
 			return err.inKey(e.keyName(ks, ke, esc))
 		}
-		e.ws()
-		if e.eat(',') {
-			e.ws()
+		more, err := e.next('}')
+		if err != nil {
+			return err
+		}
+		if more {
 			continue
 		}
-		if e.eat('}') {
-			e.mkeys, e.keys = e.mkeys[:set.base], e.keys[:set.mark]
-			return nil
-		}
-		return e.syntax()
+		e.mkeys, e.keys = e.mkeys[:set.base], e.keys[:set.mark]
+		return nil
 	}
 }
 
@@ -228,15 +227,14 @@ func (e *encoder) canonObject(m *message, depth int, skipType bool) *PathError {
 			if err != nil {
 				return err
 			}
-			e.ws()
-			if e.eat(',') {
-				e.ws()
+			more, err := e.next('}')
+			if err != nil {
+				return err
+			}
+			if more {
 				continue
 			}
-			if e.eat('}') {
-				break
-			}
-			return e.syntax()
+			break
 		}
 	}
 	end := e.pos
@@ -276,15 +274,14 @@ func (e *encoder) canonMap(f *field, depth int) *PathError {
 			if e.stack, err = e.skip(1<<31, e.stack); err != nil {
 				return err
 			}
-			e.ws()
-			if e.eat(',') {
-				e.ws()
+			more, err := e.next('}')
+			if err != nil {
+				return err
+			}
+			if more {
 				continue
 			}
-			if e.eat('}') {
-				break
-			}
-			return e.syntax()
+			break
 		}
 	}
 	end := e.pos

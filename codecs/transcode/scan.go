@@ -70,6 +70,21 @@ func (s *scanner) eat(c byte) bool {
 	return false
 }
 
+// next reads what follows an element of a container closed by end: a comma, with the
+// whitespace around it (more is true), or end (more is false). Anything else is a syntax
+// error.
+func (s *scanner) next(end byte) (more bool, err *PathError) {
+	s.ws()
+	if s.eat(',') {
+		s.ws()
+		return true, nil
+	}
+	if s.eat(end) {
+		return false, nil
+	}
+	return false, s.syntax()
+}
+
 // lit consumes the literal word at s.pos if a delimiter follows it.
 func (s *scanner) lit(word string) bool {
 	end := s.pos + len(word)
