@@ -27,6 +27,15 @@ type MCPConfig struct {
 	Namespace string `yaml:"namespace" json:"namespace,omitempty"`
 	// Servers are the upstream MCP servers.
 	Servers []mcpbackend.Config `yaml:"servers" json:"servers"`
+	// DirectZones are the trust zones (external, internal, operator, local) whose callers
+	// may call tools directly as methods; absent, every zone but external
+	// (mcpbackend.DefaultDirectZones). Calls over MCP (the MCP face, stdio) are always
+	// allowed.
+	DirectZones []string `yaml:"direct_zones" json:"direct_zones,omitempty"`
+	// SamplingBackend answers the sampling/createMessage requests of servers whose
+	// sampling policy is "route"; ElicitationBackend the same for elicitation/create.
+	SamplingBackend    *mcpbackend.RouteConfig `yaml:"sampling_backend" json:"sampling_backend,omitempty"`
+	ElicitationBackend *mcpbackend.RouteConfig `yaml:"elicitation_backend" json:"elicitation_backend,omitempty"`
 }
 
 // DefaultMCPNamespace is the method prefix of bridged MCP tools.
@@ -39,10 +48,39 @@ func (c *MCPConfig) namespace() string {
 	return c.Namespace
 }
 
+// directZones returns the configured direct zones, or the default when none are set.
+func (c *MCPConfig) directZones() ([]gateway.TrustZone, error) {
+	if c.DirectZones == nil {
+		return mcpbackend.DefaultDirectZones(), nil
+	}
+	zones := make([]gateway.TrustZone, 0, len(c.DirectZones))
+	for _, name := range c.DirectZones {
+		z, ok := parseZone(name)
+		if !ok {
+			return nil, fmt.Errorf("direct_zones: %q is not a trust zone (external, internal, operator, local)", name)
+		}
+		zones = append(zones, z)
+	}
+	return zones, nil
+}
+
+// parseZone returns the trust zone named name.
+func parseZone(name string) (gateway.TrustZone, bool) {
+	for z := gateway.ZoneExternal; z <= gateway.ZoneLocal; z++ {
+		if z.String() == name {
+			return z, true
+		}
+	}
+	return 0, false
+}
+
 // BuildOptions are what targets need beyond their configuration.
 type BuildOptions struct {
 	Logger *slog.Logger
 	Now    func() time.Time
+	// MCP are passed to the MCP bridge: the handlers of routing.mcp.sampling_backend and
+	// elicitation_backend, which the server builds.
+	MCP []mcpbackend.Option
 }
 
 // DemoConfig configures the built-in demo target.
@@ -77,11 +115,15 @@ func Build(cfg Config, opts BuildOptions) (tb *Table, err error) {
 		}
 	}
 	if m := cfg.MCP; m != nil && len(m.Servers) > 0 {
-		bridge, err := mcpbackend.New(m.Servers, opts.Logger, opts.Now)
+		zones, err := m.directZones()
 		if err != nil {
 			return tb, fmt.Errorf("routing mcp: %w", err)
 		}
-		t := bridge.Target(m.namespace())
+		bridge, err := mcpbackend.New(m.Servers, opts.Logger, opts.Now, opts.MCP...)
+		if err != nil {
+			return tb, fmt.Errorf("routing mcp: %w", err)
+		}
+		t := bridge.Target(m.namespace(), mcpbackend.WithDirectZones(zones...))
 		if err := tb.AddPrefix(m.namespace(), t); err != nil {
 			_ = t.Close()
 			return tb, fmt.Errorf("routing mcp: %w", err)
@@ -145,6 +187,12 @@ func (c Config) Validate() error {
 	}
 	if m := c.MCP; m != nil {
 		if err := mcpbackend.ValidateAll(m.Servers); err != nil {
+			return fmt.Errorf("mcp: %w", err)
+		}
+		if err := mcpbackend.ValidateRoutes(m.Servers, m.SamplingBackend, m.ElicitationBackend); err != nil {
+			return fmt.Errorf("mcp: %w", err)
+		}
+		if _, err := m.directZones(); err != nil {
 			return fmt.Errorf("mcp: %w", err)
 		}
 		if err := claim("method prefix", m.namespace(), "mcp"); err != nil {

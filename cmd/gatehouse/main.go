@@ -1,6 +1,7 @@
 // Command gatehouse is the Gatehouse protocol gateway.
 //
 //	gatehouse serve [--config FILE] [--boundary-addr ADDR] [--admin-addr ADDR] [--internal-addr ADDR]
+//	gatehouse stdio [--config FILE]
 //	gatehouse validate --config FILE
 //	gatehouse demo-grpc [--addr ADDR]
 //	gatehouse demo-mcp
@@ -35,6 +36,7 @@ func main() {
 
 const usage = `usage:
   gatehouse serve [--config FILE] [--boundary-addr ADDR] [--admin-addr ADDR] [--internal-addr ADDR]
+  gatehouse stdio [--config FILE]     the MCP face over stdin/stdout, for a desktop agent (logs on stderr)
   gatehouse validate --config FILE
   gatehouse demo-grpc [--addr ADDR]   the demo calculator.v1 gRPC backend on its own
   gatehouse demo-mcp                  the demo MCP server (the conformance fixtures) over stdio
@@ -50,6 +52,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], stderr)
+	case "stdio":
+		return stdio(args[1:], os.Stdin, stdout, stderr)
 	case "validate":
 		return validate(args[1:], stdout, stderr)
 	case "demo-grpc":
@@ -142,6 +146,38 @@ func serve(args []string, stderr io.Writer) int {
 	}
 	if err := srv.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		logger.Error("server stopped with an error", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// stdio serves the gateway's MCP face to the process that spawned it, over stdin and
+// stdout, until stdin ends or a signal; logs go to stderr, since stdout carries the protocol.
+func stdio(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("stdio", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String("config", "", "configuration file (default: the embedded configuration)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := loadConfig(*file)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	level := new(slog.LevelVar)
+	logger, err := observability.NewLogger(cfg.Log, stderr, level)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	// An agent that goes away closes stdout and stderr too: writing to them must fail with
+	// an error, not end the process with SIGPIPE before it has stopped its children.
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := server.ServeStdio(ctx, cfg, server.Options{Logger: logger, LogLevel: level}, stdin, stdout); err != nil {
+		logger.Error("stdio server stopped with an error", "err", err)
 		return 1
 	}
 	return 0

@@ -26,9 +26,12 @@ func startWithDemoMCP(t *testing.T, extra string) *process {
 %s
 routing:
   mcp:
+    direct_zones: [external, internal]
     servers:
       - name: demo
         stdio: {command: %q, args: [demo-mcp]}
+        sampling: client
+        elicitation: client
 `, extra, binary)), 0o600)
 	p := startProcess(t, cfg)
 	waitFor(t, func() bool {

@@ -204,6 +204,10 @@ func (c *Config) validate(doc *config.Document) config.ErrorList {
 	if c.Deadline.MinRemaining >= c.Deadline.Default {
 		bad("deadline.min_remaining", "min_remaining (%s) must be shorter than default (%s)", c.Deadline.MinRemaining, c.Deadline.Default)
 	}
+	if f := c.MCPFace; f != nil && f.SessionKey != "" && len(f.SessionKey) < MinSessionKeyBytes {
+		bad("mcp_face.session_key", "the key is %d bytes long: it must have at least %d (for example the output of `openssl rand -base64 48`)",
+			len(f.SessionKey), MinSessionKeyBytes)
+	}
 	if err := c.State.Validate(); err != nil {
 		bad("state", "%v", err)
 	}

@@ -78,9 +78,20 @@ func start(t *testing.T, yaml string, targets map[string]gateway.Target) *testSe
 
 func startConfig(t *testing.T, cfg *Config, targets map[string]gateway.Target) *testServer {
 	t.Helper()
-	logs := &syncBuffer{}
 	level := new(slog.LevelVar)
-	srv, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level})), LogLevel: level, Targets: targets})
+	return startOptions(t, cfg, Options{LogLevel: level, Targets: targets}, level)
+}
+
+// startOptions starts cfg with opts, logging at level (nil: debug) into the test's log
+// buffer, and waits until the server is ready.
+func startOptions(t *testing.T, cfg *Config, opts Options, level slog.Leveler) *testServer {
+	t.Helper()
+	if level == nil {
+		level = slog.LevelDebug
+	}
+	logs := &syncBuffer{}
+	opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
+	srv, err := New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,8 @@ func (s *Server) boundaryHandler() http.Handler {
 	e.POST("/rpc", s.handleRPC)
 	e.GET("/ws", s.handleWS)
 	e.Any("/mcp", s.handleMCP)
+	e.GET(mcpSSEPath, s.handleMCPSSE)
+	e.POST(mcpMessagePath, s.handleMCPSSE)
 	e.NoRoute(func(c *gin.Context) {
 		writeHTTPError(c.Writer, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "No such endpoint"), observability.NewTraceID())
 	})
@@ -87,18 +89,35 @@ func (s *Server) handleRPC(c *gin.Context) {
 	}
 	var events *sseWriter
 	if sse.Accepts(r.Header.Get("Accept")) {
-		events = &sseWriter{w: w}
-		ex.stream = events.deliver
+		events = acceptEvents(ex, w)
 	}
 	outp := bodyPool.Get().(*[]byte)
 	defer bodyPool.Put(outp)
 	out := rt.serve(r.Context(), ex, body, (*outp)[:0])
 	*outp = out[:0]
-	if events != nil && events.started {
+	if events != nil && events.isStarted() {
 		_ = events.event(out) // the final response ends the event stream
 		return
 	}
 	writeJSONRPC(w, out)
+}
+
+// acceptEvents lets a single request's streamed result and progress reports reach a caller
+// that accepts text/event-stream as events; the response becomes an event stream with the
+// first of them. Batches keep plain JSON responses.
+func acceptEvents(ex *exchange, w http.ResponseWriter) *sseWriter {
+	events := &sseWriter{w: w}
+	ex.stream = events.deliver
+	ex.progress = func(id jsonrpc.ID, single bool) (func(gateway.Progress), func()) {
+		if !single {
+			return nil, nil
+		}
+		return events.progress(id)
+	}
+	if md := ex.metadata; md != nil { // headers race with a progress event starting the stream
+		ex.metadata = func(m map[string][]string) { events.unlessStarted(func() { md(m) }) }
+	}
+	return events
 }
 
 // admitHTTP checks what can be checked before the body is read — media type, credentials,

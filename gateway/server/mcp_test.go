@@ -36,6 +36,7 @@ func TestMCPToolThroughJSONRPC(t *testing.T) {
 	everything := npmServer(t, "mcp-server-everything")
 	ts := start(t, strings.Replace(baseConfig, "routing:\n  demo: {}\n", fmt.Sprintf(`routing:
   mcp:
+    direct_zones: [external]
     servers:
       - name: everything
         stdio: {command: %q, args: [stdio]}

@@ -1,10 +1,13 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -17,21 +20,44 @@ import (
 )
 
 // MCPFaceConfig enables the MCP face: the bridged MCP catalog served as one MCP server at
-// /mcp (streamable HTTP) on the boundary listener. Absent, /mcp is not served.
+// /mcp (streamable HTTP) and, for older clients, GET /sse with POST /message (the legacy
+// HTTP+SSE transport) on the boundary listener. Absent, none of them is served. Its
+// settings are read at start; a reload does not change them.
 type MCPFaceConfig struct {
 	// LocalhostProtection refuses requests whose Host or Origin is not a loopback name
 	// (DNS-rebinding protection; default true). Turn it off only behind a proxy that checks
 	// them itself.
 	LocalhostProtection *bool `yaml:"localhost_protection" json:"localhost_protection,omitempty"`
+	// SSE serves the legacy HTTP+SSE transport at GET /sse and POST /message (default true).
+	SSE *bool `yaml:"sse" json:"sse,omitempty"`
+	// SessionKey signs the Mcp-Session-Id of the streamable HTTP transport (at least
+	// MinSessionKeyBytes bytes; give it as ${ENV}). Every replica, and the process after a
+	// restart, needs the same key to accept a session; absent, a random key is drawn at
+	// start, so sessions end with the process.
+	SessionKey string `yaml:"session_key" json:"session_key,omitempty"`
+	// SessionTTL is how long a session lives after its initialize (default 24h); its record
+	// in the state store, and a revocation, expire with it.
+	SessionTTL time.Duration `yaml:"session_ttl" json:"session_ttl,omitempty"`
 }
+
+// localOnly reports whether DNS-rebinding protection is on.
+func (c MCPFaceConfig) localOnly() bool {
+	return c.LocalhostProtection == nil || *c.LocalhostProtection
+}
+
+// sseOn reports whether the legacy SSE transport is served.
+func (c MCPFaceConfig) sseOn() bool { return c.SSE == nil || *c.SSE }
 
 // mcpFace publishes the current configuration's MCP catalog through an mcp-go server. It
 // lives as long as the process, so MCP sessions survive reloads; after each reload it
 // rebinds to the new configuration's bridge.
 type mcpFace struct {
-	s       *Server
-	srv     *mcpserver.MCPServer
-	handler *mcpserver.StreamableHTTPServer
+	s         *Server
+	srv       *mcpserver.MCPServer
+	handler   *mcpserver.StreamableHTTPServer // nil when serving stdio
+	sse       *mcpserver.SSEServer            // nil when off or serving stdio
+	sessions  *mcpSessions                    // nil when serving stdio
+	localOnly bool
 
 	mu          sync.Mutex
 	bound       *mcpbackend.Target
@@ -41,18 +67,35 @@ type mcpFace struct {
 
 type principalKey struct{}
 
+// newMCPFace builds the face's MCP server and, unless the server speaks stdio only, its
+// HTTP transports.
 func newMCPFace(s *Server, cfg MCPFaceConfig, version string) *mcpFace {
-	f := &mcpFace{s: s, subs: newSubscriptions()}
+	f := &mcpFace{s: s, subs: newSubscriptions(), localOnly: cfg.localOnly()}
+	hooks := f.hooks()
 	f.srv = mcpserver.NewMCPServer("gatehouse", version,
 		mcpserver.WithToolCapabilities(true),
 		mcpserver.WithResourceCapabilities(true, true),
 		mcpserver.WithPromptCapabilities(true),
 		mcpserver.WithLogging(),
-		mcpserver.WithHooks(f.hooks()))
+		mcpserver.WithCompletions(),
+		mcpserver.WithPromptCompletionProvider(faceCompletions{f}),
+		mcpserver.WithResourceCompletionProvider(faceCompletions{f}),
+		mcpserver.WithHooks(hooks))
+	if s.stdio {
+		return f
+	}
+	f.sessions = newMCPSessions(cfg, s.kv, s.opts.Now, s.log)
+	f.sessions.record(hooks)
 	f.handler = mcpserver.NewStreamableHTTPServer(f.srv,
 		mcpserver.WithEndpointPath("/mcp"),
-		mcpserver.WithDisableLocalhostProtection(cfg.LocalhostProtection != nil && !*cfg.LocalhostProtection),
+		mcpserver.WithDisableLocalhostProtection(!f.localOnly),
+		mcpserver.WithSessionIdManagerResolver(f.sessions),
+		mcpserver.WithHTTPContextFunc(f.sessions.restore),
+		mcpserver.WithSessionIdleTTL(f.sessions.signer.ttl),
 		mcpserver.WithStreamableHTTPLogger(s.log))
+	if cfg.sseOn() {
+		f.sse = newSSEServer(f.srv, !f.localOnly)
+	}
 	return f
 }
 
@@ -65,23 +108,62 @@ func (f *mcpFace) shutdown(ctx context.Context) error {
 		f.unsubscribe = nil
 	}
 	f.mu.Unlock()
+	if f.sse != nil {
+		f.sse.CloseSessions()
+	}
+	if f.handler == nil {
+		return nil
+	}
 	return f.handler.Shutdown(ctx)
 }
 
-// serve handles /mcp: the caller is authenticated from the headers before mcp-go reads the
-// body, and its principal rides in the request context to the tool handlers.
+// serve handles /mcp: the request is admitted (Host and Origin, credentials, body size)
+// before mcp-go reads anything, a GET or DELETE naming a session is checked against the
+// session table, and the caller's principal rides in the request context to the tool
+// handlers.
 func (f *mcpFace) serve(c *gin.Context) {
+	r, ok := f.admit(c.Writer, c.Request)
+	if !ok {
+		return
+	}
+	if r.Method != http.MethodPost && !f.sessions.admit(c.Writer, r) {
+		return
+	}
+	f.handler.ServeHTTP(c.Writer, r)
+}
+
+// admit checks what the HTTP transports check before mcp-go sees a request: a Host or
+// Origin that is not a loopback name on a loopback connection (DNS rebinding), the
+// caller's credentials, and the size of a POST body, which it reads. On success it returns
+// the request to serve, whose context carries the caller and the body; otherwise it has
+// answered the request.
+func (f *mcpFace) admit(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	traceID := observability.NewTraceID()
+	if f.localOnly {
+		if what := foreignOrigin(r); what != "" {
+			writeHTTPError(w, http.StatusForbidden, gateway.Errorf(schemas.CodeAuthorization, "Forbidden: the %s is not a loopback name", what), traceID)
+			return nil, false
+		}
+	}
 	rt := f.s.acquire()
-	principal, err := rt.auth.Authenticate(c.Request.Context(), httpCredentials(c.Request, gateway.ZoneExternal))
+	principal, err := rt.auth.Authenticate(r.Context(), httpCredentials(r, gateway.ZoneExternal))
 	maxBody := rt.cfg.JSONRPC.MaxBodyBytes
 	rt.release()
 	if err != nil {
-		writeAuthError(c.Writer, gateway.AsError(err), observability.NewTraceID())
-		return
+		writeAuthError(w, gateway.AsError(err), traceID)
+		return nil, false
 	}
-	r := c.Request.WithContext(context.WithValue(c.Request.Context(), principalKey{}, principal))
-	r.Body = http.MaxBytesReader(c.Writer, r.Body, maxBody)
-	f.handler.ServeHTTP(c.Writer, r)
+	fr := &faceRequest{}
+	if r.Method == http.MethodPost {
+		if fr.body, err = readBody(r, maxBody, nil); err != nil {
+			f.s.writeBodyError(w, err, maxBody, traceID)
+			return nil, false
+		}
+	}
+	ctx := context.WithValue(context.WithValue(r.Context(), principalKey{}, principal), faceRequestKey{}, fr)
+	r = r.WithContext(ctx)
+	r.Body = io.NopCloser(bytes.NewReader(fr.body))
+	return r, true
 }
 
 // sync publishes the catalog of the current configuration's bridge, rebinding to it when a
@@ -189,11 +271,12 @@ func (f *mcpFace) callTool(method string) mcpserver.ToolHandlerFunc {
 			args = []byte("{}")
 		}
 		principal, _ := ctx.Value(principalKey{}).(gateway.Principal)
+		ctx = f.withPeer(ctx) // upstream logs and requests during the call reach this session
 		if meta := req.Params.Meta; meta != nil && meta.ProgressToken != nil {
 			ctx = f.relayProgress(ctx, meta.ProgressToken)
 		}
 		rt := f.s.acquire()
-		out := rt.runAs(ctx, principal, gateway.ZoneExternal, gateway.ProtocolMCP, method, args, nil)
+		out := rt.runAs(ctx, principal, callerZone(ctx), gateway.ProtocolMCP, method, args, nil)
 		rt.release()
 		raw := json.RawMessage(out.result)
 		if out.err != nil {

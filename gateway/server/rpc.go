@@ -35,6 +35,11 @@ type exchange struct {
 	// the call its own context (cancellable by the caller) and an input stream; end is
 	// called when the request is answered.
 	begin func(ctx context.Context, id jsonrpc.ID) (callCtx context.Context, input gateway.Stream, end func())
+	// progress, when set, is asked for a sink for the progress reports of each request
+	// with an id (single says it is not a batch member); a nil sink means the face cannot
+	// deliver progress for that request. stop is called before the request's response is
+	// written; the sink drops reports from then on.
+	progress func(id jsonrpc.ID, single bool) (sink func(gateway.Progress), stop func())
 }
 
 // outcome is the result of one request: exactly one of res and err is set, unless the
@@ -131,6 +136,12 @@ func (rt *runtime) call(ctx context.Context, ex *exchange, req *jsonrpc.Request,
 		var end func()
 		ctx, input, end = ex.begin(ctx, req.ID)
 		defer end()
+	}
+	if ex.progress != nil && !out.silent {
+		if sink, stop := ex.progress(req.ID, single); sink != nil {
+			ctx = gateway.WithProgress(ctx, sink)
+			defer stop()
+		}
 	}
 	c := &gateway.Call{
 		Method:    req.Method,

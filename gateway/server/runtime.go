@@ -33,7 +33,11 @@ type runtime struct {
 // buildRuntime builds a runtime from cfg; extra targets (used by tests and embedders) are
 // routed beside the configured ones.
 func buildRuntime(cfg *Config, log *slog.Logger, now func() time.Time, extra map[string]gateway.Target) (*runtime, error) {
-	table, err := routing.Build(cfg.Routing, routing.BuildOptions{Logger: log, Now: now})
+	routes, err := newMCPRoutes(cfg.Routing.MCP)
+	if err != nil {
+		return nil, err
+	}
+	table, err := routing.Build(cfg.Routing, routing.BuildOptions{Logger: log, Now: now, MCP: routes.options()})
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +46,7 @@ func buildRuntime(cfg *Config, log *slog.Logger, now func() time.Time, extra map
 			return nil, errors.Join(err, table.Close())
 		}
 	}
-	return &runtime{
+	rt := &runtime{
 		cfg:     cfg,
 		handler: pipeline(cfg, table, now),
 		auth:    auth.New(cfg.Auth),
@@ -50,7 +54,9 @@ func buildRuntime(cfg *Config, log *slog.Logger, now func() time.Time, extra map
 		limits:  jsonrpc.Limits{MaxDepth: cfg.JSONRPC.MaxDepth, MaxStringBytes: cfg.JSONRPC.MaxStringBytes},
 		log:     log,
 		now:     now,
-	}, nil
+	}
+	routes.bind(rt) // routed sampling and elicitation methods run in this configuration
+	return rt, nil
 }
 
 // release drops one reference; the last reference to a retired runtime closes it.

@@ -34,6 +34,10 @@ type Options struct {
 	// Targets are routed beside the configured ones (method → target) in every
 	// configuration; for embedders and tests.
 	Targets map[string]gateway.Target
+	// State, when set, is the state store instead of the one the state section names; the
+	// caller owns it (the server does not close it). For embedders, and tests that run
+	// several servers as replicas sharing one store.
+	State state.KV
 }
 
 // Server is one Gatehouse process's set of listeners and the runtime they serve.
@@ -55,7 +59,10 @@ type Server struct {
 
 	// kv is the state store, opened once per process: state outlives reloads.
 	kv       state.KV
+	ownKV    bool // kv was opened by the server, which closes it
 	stateCfg state.Config
+	// stdio is set when the server speaks MCP over stdin and stdout only (ServeStdio).
+	stdio bool
 
 	mcp *mcpFace // nil when the MCP face is off
 
@@ -67,31 +74,18 @@ type Server struct {
 // New builds the runtime for cfg and binds the boundary and admin listeners, so that
 // address errors surface here and an address of port 0 is resolved before Run.
 func New(cfg *Config, opts Options) (*Server, error) {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	s := &Server{opts: opts, log: opts.Logger, listen: cfg.Server, stateCfg: cfg.State}
-	s.ws.init()
-	rt, err := buildRuntime(cfg, s.log, opts.Now, opts.Targets)
+	s, err := newServer(cfg, opts)
 	if err != nil {
-		return nil, fmt.Errorf("building configuration: %w", err)
+		return nil, err
 	}
-	s.setLogLevel(cfg)
-	s.cur.Store(rt)
-	if s.kv, err = state.Open(cfg.State); err != nil {
-		rt.retire()
-		return nil, fmt.Errorf("state: %w", err)
-	}
-
 	if err := s.listenAll(cfg.Server); err != nil {
-		rt.retire()
-		_ = s.kv.Close()
+		s.closeCore()
 		return nil, err
 	}
 	if cfg.MCPFace != nil {
+		if cfg.MCPFace.SessionKey == "" {
+			s.log.Info("mcp_face.session_key is not set: MCP sessions are signed with a random key and end when this process does")
+		}
 		s.mcp = newMCPFace(s, *cfg.MCPFace, buildVersion())
 		s.mcp.sync()
 	}
@@ -116,6 +110,44 @@ func New(cfg *Config, opts Options) (*Server, error) {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	return s, nil
+}
+
+// newServer builds what every way of serving needs: the runtime of cfg and the state store.
+func newServer(cfg *Config, opts Options) (*Server, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Server{opts: opts, log: opts.Logger, listen: cfg.Server, stateCfg: cfg.State}
+	s.ws.init()
+	rt, err := buildRuntime(cfg, s.log, opts.Now, opts.Targets)
+	if err != nil {
+		return nil, fmt.Errorf("building configuration: %w", err)
+	}
+	s.setLogLevel(cfg)
+	s.cur.Store(rt)
+	s.kv = opts.State
+	if s.kv == nil {
+		if s.kv, err = state.Open(cfg.State); err != nil {
+			rt.retire()
+			return nil, fmt.Errorf("state: %w", err)
+		}
+		s.ownKV = true
+	}
+	return s, nil
+}
+
+// closeCore retires the runtime and closes the state store, if the server opened it.
+func (s *Server) closeCore() {
+	s.cur.Load().retire()
+	if !s.ownKV {
+		return
+	}
+	if err := s.kv.Close(); err != nil {
+		s.log.Warn("closing the state store", "err", err)
+	}
 }
 
 // buildVersion is the module version the binary was built from, "dev" for a local build.
@@ -273,10 +305,7 @@ func (s *Server) shutdown() error {
 	wsErr := s.ws.drain(ctx)
 	wg.Wait()
 	adminErr := s.admin.Shutdown(ctx)
-	s.cur.Load().retire()
-	if err := s.kv.Close(); err != nil {
-		s.log.Warn("closing the state store", "err", err)
-	}
+	s.closeCore()
 	if err := errors.Join(httpErr, wsErr, adminErr); err != nil {
 		_ = s.boundary.Close()
 		_ = s.admin.Close()

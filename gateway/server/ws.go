@@ -180,6 +180,7 @@ func (c *wsConn) handle(payload jsonrpc.Payload, derr *jsonrpc.DecodeError, unre
 		deadline:  rt.cfg.Deadline.Resolve(rt.now(), 0),
 		traceID:   observability.NewTraceID(),
 		begin:     c.begin,
+		progress:  c.progress,
 		stream: func(ctx context.Context, id jsonrpc.ID, s gateway.Stream) outcome {
 			return relay(ctx, id, s, func(msg []byte) error {
 				c.enqueue(bytes.Clone(msg))
@@ -216,6 +217,28 @@ func (c *wsConn) enqueue(msg []byte) {
 		c.s.log.Warn("disconnecting slow WebSocket consumer", "queue", c.cfg.SendQueue)
 		c.cancel()
 		c.closeWith(websocket.ClosePolicyViolation, closeReasonSlow)
+	}
+}
+
+// progress gives every request with an id a sink that sends its progress reports through
+// the send queue (exchange.progress).
+func (c *wsConn) progress(id jsonrpc.ID, _ bool) (func(gateway.Progress), func()) {
+	return progressSink(id, c.offer)
+}
+
+// offer queues a progress report for the writer without ever waiting: it is dropped when
+// the connection is ending or the send queue is half full, so that reports never take
+// the room the responses that follow them need (a response that finds the queue full
+// fails the connection as a slow consumer).
+func (c *wsConn) offer(msg []byte) bool {
+	if c.ctx.Err() != nil || 2*len(c.send) >= cap(c.send) {
+		return false
+	}
+	select {
+	case c.send <- msg:
+		return true
+	default:
+		return false
 	}
 }
 

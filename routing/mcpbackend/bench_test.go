@@ -4,10 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/benchutil"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -30,7 +29,7 @@ func BenchmarkToolCall(b *testing.B) {
 		}()
 		for _, c := range callers {
 			b.Run("c"+strconv.Itoa(c), func(b *testing.B) {
-				run(b, c, func(ctx context.Context) error {
+				benchutil.Callers(b, c, func(ctx context.Context) error {
 					_, err := br.CallTool(ctx, "echo", args)
 					return err
 				})
@@ -50,7 +49,7 @@ func BenchmarkToolCall(b *testing.B) {
 		}
 		for _, c := range callers {
 			b.Run("c"+strconv.Itoa(c), func(b *testing.B) {
-				run(b, c, func(ctx context.Context) error {
+				benchutil.Callers(b, c, func(ctx context.Context) error {
 					r := mcp.CallToolRequest{}
 					r.Params.Name, r.Params.Arguments = "echo", args
 					_, err := cli.CallTool(ctx, r)
@@ -59,25 +58,4 @@ func BenchmarkToolCall(b *testing.B) {
 			})
 		}
 	})
-}
-
-// run makes b.N calls from c goroutines.
-func run(b *testing.B, c int, call func(context.Context) error) {
-	b.ReportAllocs()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	b.ResetTimer()
-	for range c {
-		wg.Go(func() {
-			for next.Add(1) <= int64(b.N) {
-				if err := call(ctx); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
 }

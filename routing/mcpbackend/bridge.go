@@ -280,6 +280,7 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args json.RawMessage
 			defer r.up.progress.Delete(token)
 			req.Params.Meta = &mcp.Meta{ProgressToken: token}
 		}
+		askLogLevel(ctx, s, &req.Params.Meta)
 		_, err := s.cli.CallTool(ctx, req)
 		return err
 	})

@@ -58,9 +58,13 @@ type Config struct {
 	Roots []RootConfig `yaml:"roots" json:"roots,omitempty"`
 	// Sampling is the policy for the server's sampling/createMessage requests: "refuse"
 	// (default: the capability is not declared, and a request is answered with an error
-	// naming the policy) or "route" (passed to the SamplingHandler the gateway installs).
+	// naming the policy), "client" (relayed to the downstream MCP client whose call caused
+	// it, when that client is known for certain and declared sampling; see Peer) or
+	// "route" (passed to the SamplingHandler the gateway installs, which sends it to
+	// routing.mcp.sampling_backend).
 	Sampling string `yaml:"sampling" json:"sampling,omitempty"`
-	// Elicitation is the same policy for elicitation/create requests.
+	// Elicitation is the same policy for elicitation/create requests; "client" relays
+	// form mode only.
 	Elicitation string `yaml:"elicitation" json:"elicitation,omitempty"`
 }
 
@@ -158,6 +162,7 @@ const (
 // Policies for sampling and elicitation requests.
 const (
 	PolicyRefuse = "refuse"
+	PolicyClient = "client"
 	PolicyRoute  = "route"
 )
 
@@ -288,8 +293,8 @@ func (c Config) validate() error {
 		}
 	}
 	for _, p := range []struct{ key, v string }{{"sampling", c.Sampling}, {"elicitation", c.Elicitation}} {
-		if p.v != PolicyRefuse && p.v != PolicyRoute {
-			return fmt.Errorf("%s must be %s or %s", p.key, PolicyRefuse, PolicyRoute)
+		if p.v != PolicyRefuse && p.v != PolicyClient && p.v != PolicyRoute {
+			return fmt.Errorf("%s must be %s, %s or %s", p.key, PolicyRefuse, PolicyClient, PolicyRoute)
 		}
 	}
 	return nil
@@ -318,11 +323,17 @@ func (c Config) validateTransport() error {
 	if h == nil {
 		h = c.SSE
 	}
-	u, err := url.Parse(h.URL)
+	return checkURL(h.URL, h.TLS != nil)
+}
+
+// checkURL checks an endpoint URL: absolute http or https, and https when TLS is
+// configured for it.
+func checkURL(raw string, withTLS bool) error {
+	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return errors.New("url must be an absolute http:// or https:// URL")
 	}
-	if h.TLS != nil && u.Scheme != "https" {
+	if withTLS && u.Scheme != "https" {
 		return errors.New("tls is set but the url is not https://")
 	}
 	return nil
@@ -375,6 +386,94 @@ func ValidateAll(cfgs []Config) error {
 			errs = append(errs, fmt.Errorf("mcp upstreams %q and %q share the name prefix %q", other, c.Name, key))
 		}
 		prefixes[key] = c.Name
+	}
+	return errors.Join(errs...)
+}
+
+// RouteConfig is the backend that answers the requests of upstreams whose policy is
+// "route" (routing.mcp.sampling_backend, routing.mcp.elicitation_backend). Exactly one of
+// HTTP and Method is set. The gateway's server builds the handler from it.
+type RouteConfig struct {
+	// HTTP posts each request's params as JSON to an endpoint; a 2xx body is the result.
+	HTTP *RouteHTTPConfig `yaml:"http" json:"http,omitempty"`
+	// Method runs a JSON-RPC method through the gateway's pipeline as an internal call,
+	// with the request's params as its params and its result as the result: any routed
+	// method, a gRPC backend's among them.
+	Method string `yaml:"method" json:"method,omitempty"`
+}
+
+// RouteHTTPConfig is an HTTP endpoint answering sampling or elicitation requests.
+type RouteHTTPConfig struct {
+	// URL is the endpoint, an absolute http:// or https:// URL.
+	URL string `yaml:"url" json:"url"`
+	// Headers are sent with every request (e.g. Authorization: "Bearer ${TOKEN}").
+	Headers map[string]string `yaml:"headers" json:"headers,omitempty"`
+	// TLS configures transport security for https URLs (default: system roots).
+	TLS *TLSConfig `yaml:"tls" json:"tls,omitempty"`
+	// Timeout bounds one exchange (default 30s; the upstream's request_timeout bounds it
+	// too).
+	Timeout time.Duration `yaml:"timeout" json:"timeout,omitempty"`
+	// MaxResponseBytes bounds the response body (default 4 MiB).
+	MaxResponseBytes int64 `yaml:"max_response_bytes" json:"max_response_bytes,omitempty"`
+}
+
+// Defaults of a RouteHTTPConfig.
+const (
+	DefaultRouteTimeout          = 30 * time.Second
+	DefaultRouteMaxResponseBytes = 4 << 20
+)
+
+// WithDefaults returns c with unset fields set to their defaults.
+func (c RouteHTTPConfig) WithDefaults() RouteHTTPConfig {
+	if c.Timeout == 0 {
+		c.Timeout = DefaultRouteTimeout
+	}
+	if c.MaxResponseBytes == 0 {
+		c.MaxResponseBytes = DefaultRouteMaxResponseBytes
+	}
+	return c
+}
+
+// Validate checks a route backend.
+func (c RouteConfig) Validate() error {
+	switch {
+	case (c.HTTP == nil) == (c.Method == ""):
+		return errors.New("needs exactly one of http, method")
+	case c.HTTP == nil:
+		return nil
+	}
+	h := c.HTTP
+	if err := checkURL(h.URL, h.TLS != nil); err != nil {
+		return fmt.Errorf("http: %w", err)
+	}
+	if h.Timeout < 0 || h.MaxResponseBytes < 0 {
+		return errors.New("http: timeout and max_response_bytes must not be negative")
+	}
+	return nil
+}
+
+// ValidateRoutes checks the route backends against the upstreams: each configured one
+// is valid, and every upstream whose sampling or elicitation policy is "route" has its
+// backend.
+func ValidateRoutes(cfgs []Config, sampling, elicitation *RouteConfig) error {
+	var errs []error
+	for _, r := range []struct {
+		key string
+		cfg *RouteConfig
+	}{{"sampling_backend", sampling}, {"elicitation_backend", elicitation}} {
+		if r.cfg != nil {
+			if err := r.cfg.Validate(); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", r.key, err))
+			}
+		}
+	}
+	for _, c := range cfgs {
+		if c.Sampling == PolicyRoute && sampling == nil {
+			errs = append(errs, fmt.Errorf("mcp upstream %q: sampling is %s but sampling_backend is not set", c.Name, PolicyRoute))
+		}
+		if c.Elicitation == PolicyRoute && elicitation == nil {
+			errs = append(errs, fmt.Errorf("mcp upstream %q: elicitation is %s but elicitation_backend is not set", c.Name, PolicyRoute))
+		}
 	}
 	return errors.Join(errs...)
 }

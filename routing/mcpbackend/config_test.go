@@ -40,6 +40,8 @@ func TestValidate(t *testing.T) {
 		{"glob", stdio(func(c *mcpbackend.Config) { c.Tools.Deny = []string{"["} }), "bad pattern"},
 		{"root", stdio(func(c *mcpbackend.Config) { c.Roots = []mcpbackend.RootConfig{{URI: "/tmp"}} }), "file://"},
 		{"policy", stdio(func(c *mcpbackend.Config) { c.Sampling = "allow" }), "sampling must be"},
+		{"client policies", stdio(func(c *mcpbackend.Config) { c.Sampling, c.Elicitation = "client", "client" }), ""},
+		{"elicitation policy", stdio(func(c *mcpbackend.Config) { c.Elicitation = "ask" }), "elicitation must be refuse, client or route"},
 		{"negative cap", stdio(func(c *mcpbackend.Config) { c.MaxConcurrent = -1 }), "max_concurrent"},
 	}
 	for _, tt := range tests {
@@ -73,6 +75,44 @@ func TestValidateAll(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := mcpbackend.ValidateAll(tt.cfgs)
+			if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidateRoutes(t *testing.T) {
+	up := func(sampling, elicitation string) []mcpbackend.Config {
+		return []mcpbackend.Config{{Name: "up1", Stdio: &mcpbackend.StdioConfig{Command: "s"}, Sampling: sampling, Elicitation: elicitation}}
+	}
+	method := &mcpbackend.RouteConfig{Method: "llm.sample"}
+	httpRoute := func(url string, tls bool) *mcpbackend.RouteConfig {
+		h := &mcpbackend.RouteHTTPConfig{URL: url}
+		if tls {
+			h.TLS = &mcpbackend.TLSConfig{}
+		}
+		return &mcpbackend.RouteConfig{HTTP: h}
+	}
+	tests := []struct {
+		name                  string
+		cfgs                  []mcpbackend.Config
+		sampling, elicitation *mcpbackend.RouteConfig
+		want                  string // "" for valid
+	}{
+		{"no route policy, no backend", up("client", "refuse"), nil, nil, ""},
+		{"route with backends", up("route", "route"), method, httpRoute("https://llm.internal/sample", true), ""},
+		{"sampling backend missing", up("route", ""), nil, method, `mcp upstream "up1": sampling is route but sampling_backend is not set`},
+		{"elicitation backend missing", up("", "route"), method, nil, `mcp upstream "up1": elicitation is route but elicitation_backend is not set`},
+		{"both and neither", up("route", ""), &mcpbackend.RouteConfig{Method: "m", HTTP: &mcpbackend.RouteHTTPConfig{URL: "http://x/"}}, nil, "sampling_backend: needs exactly one of http, method"},
+		{"empty", up("route", ""), &mcpbackend.RouteConfig{}, nil, "needs exactly one"},
+		{"relative url", up("route", ""), httpRoute("/sample", false), nil, "absolute http"},
+		{"tls on http", up("route", ""), httpRoute("http://x/sample", true), nil, "not https"},
+		{"negative timeout", up("route", ""), &mcpbackend.RouteConfig{HTTP: &mcpbackend.RouteHTTPConfig{URL: "http://x/", Timeout: -time.Second}}, nil, "must not be negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := mcpbackend.ValidateRoutes(tt.cfgs, tt.sampling, tt.elicitation)
 			if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
 				t.Fatalf("got %v, want %q", err, tt.want)
 			}

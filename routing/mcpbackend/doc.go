@@ -34,12 +34,52 @@
 // # Calls and progress
 //
 // Bridge.CallTool, ReadResource and GetPrompt return the upstream's result JSON as it
-// was sent. Progress is a callback carried by the context (WithProgress): when present, a
-// progress token is sent upstream and each notifications/progress for it is passed to
-// the callback. The gateway.Target adapter (Bridge.Target) turns that into a
-// gateway.Stream for callers that asked for it with WantProgress, so the JSON-RPC faces
-// deliver progress as "$/stream" notifications. When the caller's context ends, the
-// upstream receives notifications/cancelled for the request.
+// was sent. Progress is a sink carried by the context (gateway.WithProgress, which
+// WithProgress is): when present, a progress token is sent upstream and each
+// notifications/progress for it is passed to the sink on the upstream connection's
+// reader, so the sink must not block. The faces set the sink: the JSON-RPC faces relay
+// reports as "$/progress" notifications (WebSocket, HTTP with an event stream), the MCP
+// face as notifications/progress under the caller's own token. When the caller's context
+// ends, the upstream receives notifications/cancelled for the request.
+//
+// # Who may call tools directly
+//
+// The gateway.Target adapter (Bridge.Target) serves tools as methods under a namespace
+// and as "tools/call". Such direct calls are allowed from the trust zones given with
+// WithDirectZones (by default every zone but external) and always over MCP; others are
+// refused with AUTHORIZATION_FAILED.
+//
+// # Relaying to the caller
+//
+// A face that serves MCP clients puts the calling client in the call's context
+// (WithPeer). While the call runs, what its upstream sends for it goes to that peer:
+// notifications/message (also written to the gateway's log: debug at debug, warning and
+// above at warn, the rest at info), and
+// sampling/createMessage and elicitation/create when the upstream's policy for them is
+// "client" (Config.Sampling, Config.Elicitation; "refuse", the default, answers with an
+// error, and "route" hands them to the SamplingHandler or ElicitationHandler). A request
+// is relayed only when the peer declared the capability (for elicitation, form mode).
+//
+// Attribution is never a guess. A message that arrives in the context of the request
+// that caused it belongs to that request's caller: an input request of a multi
+// round-trip result (2026-07-28), and over streamable HTTP a request on the response
+// stream of the call's POST (mcp-go hands those to the handler in the context of the
+// SendRequest that opened the stream). Anything else — every message over stdio or the
+// legacy SSE transport, a request on the standalone GET stream, any notification — is
+// attributed to a caller only when every request in flight on that upstream session
+// carries the same peer (a request without one, from a JSON-RPC caller, counts as another
+// caller). Otherwise the request is refused as under "refuse", naming why, the log
+// message goes only to the gateway's log, and the decision is logged at debug.
+//
+// The client capabilities declared to the server follow the policies: sampling and
+// elicitation (form) are declared under "client", and under "route" when a handler is
+// installed. A server on a handshake revision is asked for every log level at connect
+// (logging/setLevel debug, when it declares logging), and the face filters by each
+// session's level; on 2026-07-28 each call asks for its peer's level.
+//
+// Bridge.Complete forwards completion/complete to the upstream that owns the referenced
+// prompt or resource template; an upstream that does not declare completions has none
+// to offer (an empty completion).
 //
 // # Catalog changes
 //

@@ -49,6 +49,8 @@ func (u *upstream) callError(ctx, rctx context.Context, s *session, err error, x
 		return wrapContext(ctx.Err(), u.cfg.Name)
 	case rctx.Err() != nil:
 		return gateway.NewError(schemas.CodeDeadlineExceeded).With("upstream", u.cfg.Name).With("layer", "upstream").Wrap(err)
+	case isGatewayError(err):
+		return u.inputFailed(err)
 	case u.cfg.Stdio == nil && isExpiry(err, x):
 		return u.unavailable("session expired").Wrap(err)
 	case errors.Is(err, transport.ErrTransportClosed) || s.isDead():
@@ -72,4 +74,21 @@ func (u *upstream) wireError(x *exchange) *gateway.Error {
 	}
 	data["upstream"] = u.cfg.Name
 	return gateway.WireError(schemas.Code(x.rpcErr.Code), x.rpcErr.Message, data) //nolint:gosec // JSON-RPC codes fit int32
+}
+
+// inputFailed is the error for a call whose multi round-trip input request (sampling,
+// elicitation) the gateway refused or could not get answered: DEPENDENCY_FAILED with the
+// refusal's message and data, so the call is not mistaken for an unknown method.
+func (u *upstream) inputFailed(err error) *gateway.Error {
+	ge, _ := errors.AsType[*gateway.Error](err)
+	e := gateway.Errorf(schemas.CodeDependencyFailed, "%s", ge.Message())
+	for k, v := range ge.Data() {
+		e = e.With(k, v)
+	}
+	return e.With("upstream", u.cfg.Name).With("code", int(ge.Code()))
+}
+
+func isGatewayError(err error) bool {
+	_, ok := errors.AsType[*gateway.Error](err)
+	return ok
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -394,28 +393,30 @@ func TestProgressAndTarget(t *testing.T) {
 
 	target := b.Target("mcp.")
 	call := func(ctx context.Context, method, params string) (*gateway.Result, error) {
-		return target.Invoke(ctx, &gateway.Call{Method: method, Params: []byte(params), ID: jsonrpc.ID{}})
+		return target.Invoke(ctx, &gateway.Call{Method: method, Params: []byte(params), ID: jsonrpc.ID{}, Zone: gateway.ZoneInternal})
 	}
-	t.Run("stream", func(t *testing.T) {
-		res, err := call(mcpbackend.WantProgress(ctxTimeout(t, 10*time.Second)), "mcp.progress", `{"steps":2}`)
-		if err != nil || res.Stream == nil {
-			t.Fatalf("%v %v", res, err)
+	t.Run("progress reaches a sink set with gateway.WithProgress", func(t *testing.T) {
+		var reports []gateway.Progress
+		var mu sync.Mutex
+		ctx := gateway.WithProgress(ctxTimeout(t, 10*time.Second), func(p gateway.Progress) {
+			mu.Lock()
+			reports = append(reports, p)
+			mu.Unlock()
+		})
+		res, err := call(ctx, "mcp.progress", `{"steps":2}`)
+		if err != nil || res.Stream != nil || firstText(t, res.Value) == "" {
+			t.Fatalf("result %+v, err %v: want a plain result", res, err)
 		}
-		defer func() { _ = res.Stream.Close() }()
-		var msgs []string
-		for {
-			m, err := res.Stream.Recv(context.Background())
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			msgs = append(msgs, string(m))
+		mu.Lock()
+		defer mu.Unlock()
+		if len(reports) != 2 || reports[0].Progress != 1 || reports[1].Progress != 2 || *reports[1].Total != 2 || reports[0].Message != "step 1" {
+			t.Fatalf("progress %+v, want steps 1 and 2 of 2", reports)
 		}
-		if len(msgs) != 3 || !strings.HasPrefix(msgs[0], `{"progress":{"message":"step 1","progress":1,"total":2}}`) ||
-			!strings.HasPrefix(msgs[2], `{"result":{`) {
-			t.Fatalf("stream %q", msgs)
+	})
+	t.Run("no sink, no progress token", func(t *testing.T) {
+		res, err := call(ctxTimeout(t, 10*time.Second), "mcp.progress", `{"steps":2}`)
+		if err != nil || res.Stream != nil {
+			t.Fatalf("result %+v, err %v", res, err)
 		}
 	})
 	t.Run("method per tool", func(t *testing.T) {

@@ -3,6 +3,8 @@ package mcpbackend
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
 )
 
 // SamplingHandler answers sampling/createMessage requests from upstreams whose sampling
@@ -32,41 +34,17 @@ func WithSampling(h SamplingHandler) Option { return func(b *Bridge) { b.samplin
 // WithElicitation sets the handler for upstreams whose elicitation policy is "route".
 func WithElicitation(h ElicitationHandler) Option { return func(b *Bridge) { b.elicitation = h } }
 
-// Progress is one notifications/progress an upstream sent for a call.
-type Progress struct {
-	// Progress is the progress so far; it increases with each notification.
-	Progress float64
-	// Total is the total, when the upstream knows it.
-	Total *float64
-	// Message describes the current step, when the upstream sent one.
-	Message string
-}
-
-type progressKey struct{}
+// Progress is one notifications/progress an upstream sent for a call. It is
+// gateway.Progress: one progress mechanism serves every face.
+type Progress = gateway.Progress
 
 // WithProgress returns a context under which Bridge.CallTool asks the upstream for
 // progress (it sends a progress token) and passes each progress notification to fn, in
 // order, from one goroutine at a time. fn must not block: it runs on the upstream
-// connection's reader.
+// connection's reader. It is gateway.WithProgress, so a sink any face set reaches the
+// upstream the same way.
 func WithProgress(ctx context.Context, fn func(Progress)) context.Context {
-	return context.WithValue(ctx, progressKey{}, fn)
+	return gateway.WithProgress(ctx, fn)
 }
 
-func progressFrom(ctx context.Context) func(Progress) {
-	fn, _ := ctx.Value(progressKey{}).(func(Progress))
-	return fn
-}
-
-type wantProgressKey struct{}
-
-// WantProgress marks a call's context as able to receive a streamed result: the Target
-// then asks the upstream for progress and returns a gateway.Stream (see Target.Invoke).
-// A face sets it when it can deliver "$/stream" notifications (WebSocket, SSE).
-func WantProgress(ctx context.Context) context.Context {
-	return context.WithValue(ctx, wantProgressKey{}, true)
-}
-
-func wantsProgress(ctx context.Context) bool {
-	v, _ := ctx.Value(wantProgressKey{}).(bool)
-	return v
-}
+func progressFrom(ctx context.Context) func(Progress) { return gateway.ProgressFrom(ctx) }

@@ -34,6 +34,7 @@ type session struct {
 	listening bool
 
 	inflight atomic.Int64
+	calls    callers // the requests in flight and the peers they carry
 
 	dead     chan struct{} // closed when the session is no longer usable
 	deadOnce sync.Once
@@ -79,9 +80,17 @@ func (u *upstream) dial(ctx context.Context, slot int, legacyHTTP bool) (*sessio
 	if err != nil {
 		return nil, err
 	}
-	tr := newWire(inner, u)
+	tr := newWire(inner, s)
 	s.wire = wireOf(tr)
 	opts := []client.ClientOption{client.WithClientCapabilities(u.clientCapabilities())}
+	// Multi round-trip input requests (2026-07-28) reach mcp-go's handlers; setting one
+	// declares its capability, so each is set only when the policy can answer.
+	if u.canAnswer(methodSampling) {
+		opts = append(opts, client.WithSamplingHandler(inputHandler{s}))
+	}
+	if u.canAnswer(methodElicitation) {
+		opts = append(opts, client.WithElicitationHandler(inputHandler{s}))
+	}
 	if d := min(5*time.Second, u.cfg.ConnectTimeout/2); d > 0 {
 		opts = append(opts, client.WithDiscoverTimeout(d))
 	}
@@ -93,8 +102,25 @@ func (u *upstream) dial(ctx context.Context, slot int, legacyHTTP bool) (*sessio
 	}
 	if mcp.IsModernProtocol(s.version) {
 		s.listen()
+	} else {
+		s.askForLogs(ctx)
 	}
 	return s, nil
+}
+
+// askForLogs asks a server on a handshake revision, whose log level is one per session,
+// for every level: the gateway filters per caller (the MCP face by the calling session's
+// own level) and logs each message at the matching level. On 2026-07-28 the level is
+// asked per request instead (Bridge.CallTool).
+func (s *session) askForLogs(ctx context.Context) {
+	if s.caps.Logging == nil {
+		return
+	}
+	req := mcp.SetLevelRequest{}
+	req.Params.Level = mcp.LoggingLevelDebug
+	if err := s.cli.SetLevel(ctx, req); err != nil { //nolint:staticcheck // the RPC, for servers before 2026-07-28
+		s.up.log.Debug("logging/setLevel refused", "err", err)
+	}
 }
 
 // transport builds the mcp-go transport for the upstream's configuration.
@@ -147,7 +173,8 @@ func httpClient(cfg *HTTPConfig) (*http.Client, error) {
 }
 
 // clientCapabilities are what the gateway declares: roots when some are configured,
-// sampling and elicitation when their policy routes them.
+// sampling and elicitation (form mode) when their policy can answer: "client", or "route"
+// with a handler installed.
 func (u *upstream) clientCapabilities() mcp.ClientCapabilities {
 	var caps mcp.ClientCapabilities
 	if len(u.cfg.Roots) > 0 {
@@ -155,10 +182,10 @@ func (u *upstream) clientCapabilities() mcp.ClientCapabilities {
 			ListChanged bool `json:"listChanged,omitempty"`
 		}{}
 	}
-	if u.cfg.Sampling == PolicyRoute && u.bridge.sampling != nil {
+	if u.canAnswer(methodSampling) {
 		caps.Sampling = &mcp.SamplingCapability{}
 	}
-	if u.cfg.Elicitation == PolicyRoute && u.bridge.elicitation != nil {
+	if u.canAnswer(methodElicitation) {
 		caps.Elicitation = &mcp.ElicitationCapability{Form: &struct{}{}}
 	}
 	return caps

@@ -1,12 +1,9 @@
 package mcpbackend
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"strings"
-	"sync"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -25,14 +22,20 @@ const MethodToolsCall = "tools/call"
 //   - MethodToolsCall, when the table routes it here: MCP's own params and result, with
 //     isError results returned as results.
 //
-// When the call's context carries WantProgress, the result is a gateway.Stream instead:
-// one message {"progress": {"progress": n, "total": t, "message": m}} per progress
-// notification (dropped, not queued without bound, when the caller reads slowly), then
-// one {"result": CallToolResult}, then io.EOF. The JSON-RPC faces send each as a
-// "$/stream" notification.
+// Either shape is a direct call of a tool, and the trust zone decides who may make one:
+// a call from a zone not among the target's direct zones (WithDirectZones; by default
+// internal, operator and local) is refused with AUTHORIZATION_FAILED (4000, data {zone,
+// method}) before anything is parsed or sent upstream. Calls arriving over MCP
+// (gateway.ProtocolMCP: the MCP face, `gatehouse stdio`) are always let through, since
+// those faces exist to serve the catalog. The check lives here, on the one path every
+// face's call takes to the bridge, so no face can bypass it.
+//
+// When the call's context carries a progress sink (gateway.WithProgress), the upstream is
+// asked for progress and each report is passed to the sink while the call runs.
 type Target struct {
-	b  *Bridge
-	ns string
+	b      *Bridge
+	ns     string
+	direct zoneSet
 }
 
 var (
@@ -41,16 +44,39 @@ var (
 	_ gateway.Closer  = (*Target)(nil)
 )
 
+// TargetOption configures a Target.
+type TargetOption func(*Target)
+
+// WithDirectZones sets the trust zones whose callers may call tools directly as methods
+// (see Target), replacing the default DefaultDirectZones. No zones leaves tools to the
+// MCP faces alone.
+func WithDirectZones(zones ...gateway.TrustZone) TargetOption {
+	return func(t *Target) { t.direct = newZoneSet(zones) }
+}
+
+// DefaultDirectZones returns the trust zones whose callers may call tools directly when
+// nothing else is configured: every zone but the external one, whose callers reach tools
+// only as capabilities (nekte.invoke).
+func DefaultDirectZones() []gateway.TrustZone {
+	return []gateway.TrustZone{gateway.ZoneInternal, gateway.ZoneOperator, gateway.ZoneLocal}
+}
+
 // Target returns a gateway.Target for the bridge's tools with method names under
 // namespace (e.g. "mcp." → "mcp.everything__echo"). Closing it closes the bridge.
-func (b *Bridge) Target(namespace string) *Target { return &Target{b: b, ns: namespace} }
+func (b *Bridge) Target(namespace string, opts ...TargetOption) *Target {
+	t := &Target{b: b, ns: namespace, direct: newZoneSet(DefaultDirectZones())}
+	for _, o := range opts {
+		o(t)
+	}
+	return t
+}
 
 // Name implements gateway.Target.
 func (t *Target) Name() string { return "mcp" }
 
 // Routes returns what to route to t: every method under the namespace. MethodToolsCall
-// is not included: whether external callers may reach tools that way is the server's
-// policy to decide.
+// is not included: whether to route it here is the server's choice; who may call it is
+// then checked like any direct call.
 func (t *Target) Routes() (methods, prefixes []string) { return nil, []string{t.ns} }
 
 // Ready implements gateway.Readier.
@@ -61,12 +87,12 @@ func (t *Target) Close() error { return t.b.Close() }
 
 // Invoke implements gateway.Target.
 func (t *Target) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
+	if err := t.permit(call); err != nil {
+		return nil, err
+	}
 	name, args, mcpShaped, err := t.parse(call)
 	if err != nil {
 		return nil, err
-	}
-	if wantsProgress(ctx) {
-		return &gateway.Result{Stream: t.stream(ctx, name, bytes.Clone(args), mcpShaped)}, nil
 	}
 	res, err := t.b.CallTool(ctx, name, args)
 	if err != nil {
@@ -79,6 +105,29 @@ func (t *Target) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Resul
 	}
 	return gateway.NewResult(res), nil
 }
+
+// permit refuses a direct call from a zone that may not make one (see Target).
+func (t *Target) permit(call *gateway.Call) error {
+	if call.Protocol == gateway.ProtocolMCP || t.direct.has(call.Zone) {
+		return nil
+	}
+	return gateway.Errorf(schemas.CodeAuthorization,
+		"MCP tools are reachable from the %s zone only as capabilities (nekte.invoke)", call.Zone).
+		With("zone", call.Zone.String()).With("method", call.Method)
+}
+
+// zoneSet is a set of trust zones, one bit each.
+type zoneSet uint32
+
+func newZoneSet(zones []gateway.TrustZone) zoneSet {
+	var s zoneSet
+	for _, z := range zones {
+		s |= 1 << z
+	}
+	return s
+}
+
+func (s zoneSet) has(z gateway.TrustZone) bool { return z < 32 && s&(1<<z) != 0 }
 
 // parse returns the tool name and arguments of a call.
 func (t *Target) parse(call *gateway.Call) (name string, args json.RawMessage, mcpShaped bool, err error) {
@@ -113,97 +162,6 @@ func (t *Target) toolFailed(name string, res json.RawMessage) error {
 	}
 	kind := schemas.KindOf(schemas.CodeToolFailed)
 	return gateway.WireError(kind.Code, kind.Message, map[string]any{"upstream": upstream, "tool": name, "result": res})
-}
-
-// stream runs the call in the background, delivering its progress and then its result.
-func (t *Target) stream(ctx context.Context, name string, args json.RawMessage, mcpShaped bool) gateway.Stream {
-	ctx, cancel := context.WithCancel(ctx)
-	s := &progressStream{msgs: make(chan []byte, progressBuffer), done: make(chan struct{}), cancel: cancel}
-	go func() {
-		defer close(s.done)
-		pctx := WithProgress(ctx, func(p Progress) {
-			msg, err := json.Marshal(map[string]any{"progress": progressJSON(p)})
-			if err != nil {
-				return
-			}
-			select {
-			case s.msgs <- msg:
-			default: // the caller is not keeping up: progress is advisory
-			}
-		})
-		res, err := t.b.CallTool(pctx, name, args)
-		if err == nil && !mcpShaped {
-			err = t.toolFailed(name, res)
-		}
-		if err != nil {
-			s.err = err
-			return
-		}
-		s.final = append(append([]byte(`{"result":`), res...), '}')
-	}()
-	return s
-}
-
-const progressBuffer = 64
-
-func progressJSON(p Progress) map[string]any {
-	m := map[string]any{"progress": p.Progress}
-	if p.Total != nil {
-		m["total"] = *p.Total
-	}
-	if p.Message != "" {
-		m["message"] = p.Message
-	}
-	return m
-}
-
-// progressStream is a tool call's progress and result as a gateway.Stream.
-type progressStream struct {
-	msgs   chan []byte
-	done   chan struct{} // closed when the call has ended; final or err is set
-	final  []byte
-	err    error
-	sent   bool
-	cancel context.CancelFunc
-	once   sync.Once
-}
-
-// Recv implements gateway.Stream.
-func (s *progressStream) Recv(ctx context.Context) ([]byte, error) {
-	select {
-	case m := <-s.msgs:
-		return m, nil
-	default:
-	}
-	select {
-	case m := <-s.msgs:
-		return m, nil
-	case <-s.done:
-	case <-ctx.Done():
-		return nil, gateway.AsError(ctx.Err())
-	}
-	select {
-	case m := <-s.msgs:
-		return m, nil
-	default:
-	}
-	if s.err != nil {
-		return nil, s.err
-	}
-	if s.sent {
-		return nil, io.EOF
-	}
-	s.sent = true
-	return s.final, nil
-}
-
-// Close implements gateway.Stream: it cancels the call if it is still running.
-func (s *progressStream) Close() error {
-	s.once.Do(func() {
-		s.cancel()
-		<-s.done
-	})
-	return nil
 }
 
 // Catalog returns the bridge's current catalog.

@@ -318,7 +318,9 @@ func (u *upstream) do(ctx context.Context, fn func(context.Context, *session) er
 		x := &exchange{}
 		start := time.Now()
 		s.inflight.Add(1)
+		leave := s.calls.enter(peerFrom(ctx))
 		err := fn(withExchange(rctx, x), s)
+		leave()
 		s.inflight.Add(-1)
 		if err == nil {
 			u.observe(time.Since(start))
@@ -352,7 +354,7 @@ func (u *upstream) newToken() string {
 
 // notification handles one notification from a session. It runs on the session's
 // reader, so it never blocks.
-func (u *upstream) notification(_ *session, n mcp.JSONRPCNotification) {
+func (u *upstream) notification(s *session, n mcp.JSONRPCNotification) {
 	fields := n.Params.AdditionalFields
 	switch n.Method {
 	case string(mcp.MethodNotificationProgress):
@@ -367,8 +369,8 @@ func (u *upstream) notification(_ *session, n mcp.JSONRPCNotification) {
 		if uri, ok := fields["uri"].(string); ok {
 			u.bridge.emit(Event{Kind: EventResourceUpdated, Upstream: u.cfg.Name, URI: uri})
 		}
-	case "notifications/message":
-		u.log.Info("upstream log", "level", fields["level"], "logger", fields["logger"], "data", fields["data"])
+	case string(mcp.MethodNotificationMessage):
+		u.relayLog(s, fields)
 	default:
 		u.log.Debug("upstream notification ignored", "method", n.Method)
 	}

@@ -3,7 +3,6 @@ package mcpbackend
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,10 +25,13 @@ import (
 //     stateless 2026-07-28 revision ending the HTTP request is the cancellation, so
 //     nothing is sent there);
 //   - it answers the server's roots/list, sampling/createMessage and elicitation/create
-//     requests by the upstream's configuration, passing anything else (ping) to mcp-go.
+//     requests by the upstream's configuration (upstream.answer), passing anything else
+//     (ping) to mcp-go. Over streamable HTTP a request that arrives on a call's response
+//     stream is handled in that call's context, which is how it is attributed to the
+//     call's caller exactly.
 type wire struct {
 	inner   transport.Interface
-	up      *upstream
+	s       *session
 	version atomic.Value // string: the negotiated protocol version (HTTP only)
 	isHTTP  bool
 
@@ -50,8 +52,8 @@ var (
 	_ transport.HTTPConnection         = httpWire{}
 )
 
-func newWire(inner transport.Interface, up *upstream) transport.Interface {
-	w := &wire{inner: inner, up: up}
+func newWire(inner transport.Interface, s *session) transport.Interface {
+	w := &wire{inner: inner, s: s}
 	w.version.Store("")
 	if bi, ok := inner.(transport.BidirectionalInterface); ok {
 		bi.SetRequestHandler(w.handle)
@@ -152,20 +154,8 @@ func (w *wire) handle(ctx context.Context, req transport.JSONRPCRequest) (*trans
 	switch req.Method {
 	case string(mcp.MethodListRoots):
 		return w.roots(req)
-	case string(mcp.MethodSamplingCreateMessage):
-		return w.route(ctx, req, w.up.cfg.Sampling, "sampling", func(ctx context.Context, p json.RawMessage) (json.RawMessage, error) {
-			if h := w.up.bridge.sampling; h != nil {
-				return h.CreateMessage(ctx, w.up.cfg.Name, p)
-			}
-			return nil, errNoHandler
-		})
-	case string(mcp.MethodElicitationCreate):
-		return w.route(ctx, req, w.up.cfg.Elicitation, "elicitation", func(ctx context.Context, p json.RawMessage) (json.RawMessage, error) {
-			if h := w.up.bridge.elicitation; h != nil {
-				return h.Elicit(ctx, w.up.cfg.Name, p)
-			}
-			return nil, errNoHandler
-		})
+	case methodSampling, methodElicitation:
+		return w.answer(ctx, req)
 	}
 	w.mu.RLock()
 	h := w.client
@@ -176,14 +166,12 @@ func (w *wire) handle(ctx context.Context, req transport.JSONRPCRequest) (*trans
 	return h(ctx, req)
 }
 
-var errNoHandler = errors.New("no handler installed")
-
 func (w *wire) roots(req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	if len(w.up.cfg.Roots) == 0 {
+	if len(w.s.up.cfg.Roots) == 0 {
 		return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "The gateway declares no roots to this server", nil), nil
 	}
-	roots := make([]mcp.Root, 0, len(w.up.cfg.Roots))
-	for _, r := range w.up.cfg.Roots {
+	roots := make([]mcp.Root, 0, len(w.s.up.cfg.Roots))
+	for _, r := range w.s.up.cfg.Roots {
 		roots = append(roots, mcp.Root{URI: r.URI, Name: r.Name})
 	}
 	b, err := json.Marshal(mcp.ListRootsResult{Roots: roots})
@@ -193,33 +181,24 @@ func (w *wire) roots(req transport.JSONRPCRequest) (*transport.JSONRPCResponse, 
 	return transport.NewJSONRPCResultResponse(req.ID, b), nil
 }
 
-// route applies a sampling or elicitation policy to a request.
-func (w *wire) route(ctx context.Context, req transport.JSONRPCRequest, policy, what string,
-	fn func(context.Context, json.RawMessage) (json.RawMessage, error),
-) (*transport.JSONRPCResponse, error) {
-	refused := func() (*transport.JSONRPCResponse, error) {
-		msg := req.Method + " is refused by the gateway's " + what + " policy for upstream " + w.up.cfg.Name
-		return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, msg, map[string]any{"upstream": w.up.cfg.Name, "policy": policy}), nil
-	}
-	if policy != PolicyRoute {
-		return refused()
-	}
+// answer applies the upstream's sampling or elicitation policy to a request; the params
+// and the result are relayed as raw JSON.
+func (w *wire) answer(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	params, err := json.Marshal(req.Params)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, w.up.cfg.RequestTimeout)
-	defer cancel()
-	out, err := fn(ctx, params)
-	if errors.Is(err, errNoHandler) {
-		return refused()
-	}
+	out, err := w.s.up.answer(ctx, w.s, req.Method, params)
 	if err != nil {
 		ge := gateway.AsError(err)
 		if ge.Code() == schemas.CodeInternal {
-			w.up.log.Warn(what+" handler failed", "err", err)
+			w.s.up.log.Warn("answering a server request failed", "method", req.Method, "err", err)
 		}
-		return transport.NewJSONRPCErrorResponse(req.ID, int(ge.Code()), ge.Message(), nil), nil
+		var data any
+		if d := ge.Data(); len(d) > 0 {
+			data = d
+		}
+		return transport.NewJSONRPCErrorResponse(req.ID, int(ge.Code()), ge.Message(), data), nil
 	}
 	return transport.NewJSONRPCResultResponse(req.ID, out), nil
 }

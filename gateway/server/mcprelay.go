@@ -1,0 +1,158 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
+	"github.com/gatehouse-dev/gatehouse/schemas"
+)
+
+// mcpPeer is the MCP client session that made one tool call through the face, as the
+// bridge sees it: upstream log notifications and, for upstreams whose policy is
+// "client", sampling and elicitation requests made during the call are relayed to it.
+type mcpPeer struct {
+	f    *mcpFace
+	ctx  context.Context // the call's: it names the session, and over streamable HTTP the stream to use
+	id   string
+	caps mcpbackend.PeerCapabilities
+}
+
+var _ mcpbackend.Peer = (*mcpPeer)(nil)
+
+// peerSeq numbers the calls of sessionless (2026-07-28) clients, each a peer of its own.
+var peerSeq atomic.Uint64
+
+// withPeer returns ctx carrying the calling session as the bridge's peer; ctx unchanged
+// when there is no session.
+func (f *mcpFace) withPeer(ctx context.Context) context.Context {
+	session := mcpserver.ClientSessionFromContext(ctx)
+	if session == nil {
+		return ctx
+	}
+	p := &mcpPeer{f: f, ctx: ctx, id: session.SessionID()}
+	if p.id == "" {
+		p.id = "call-" + strconv.FormatUint(peerSeq.Add(1), 10)
+	}
+	if info := mcpserver.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		// 2026-07-28 has no server-initiated requests, and the level is the request's own.
+		p.caps.LogLevel = string(info.LogLevel)
+		p.caps.NoRequests = "protocol " + info.ProtocolVersion + " has no requests from the server during a call"
+		return mcpbackend.WithPeer(ctx, p)
+	}
+	if ci, ok := session.(mcpserver.SessionWithClientInfo); ok {
+		cc := ci.GetClientCapabilities()
+		p.caps.Sampling = cc.Sampling != nil
+		// An empty elicitation capability means form mode (2025-11-25).
+		p.caps.Elicitation = cc.Elicitation != nil && (cc.Elicitation.Form != nil || cc.Elicitation.URL == nil)
+	}
+	if sl, ok := session.(mcpserver.SessionWithLogging); ok {
+		p.caps.LogLevel = string(sl.GetLogLevel())
+	}
+	return mcpbackend.WithPeer(ctx, p)
+}
+
+// ID implements mcpbackend.Peer.
+func (p *mcpPeer) ID() string { return p.id }
+
+// Capabilities implements mcpbackend.Peer.
+func (p *mcpPeer) Capabilities() mcpbackend.PeerCapabilities { return p.caps }
+
+// Log implements mcpbackend.Peer: mcp-go drops a message below the session's level.
+func (p *mcpPeer) Log(params json.RawMessage) {
+	var m struct {
+		Level  mcp.LoggingLevel `json:"level"`
+		Logger string           `json:"logger"`
+		Data   any              `json:"data"`
+	}
+	if err := json.Unmarshal(params, &m); err != nil {
+		return
+	}
+	if err := p.f.srv.SendLogMessageToClient(p.ctx, mcp.NewLoggingMessageNotification(m.Level, m.Logger, m.Data)); err != nil {
+		p.f.s.log.Debug("relaying an MCP log message", "err", err)
+	}
+}
+
+// Request implements mcpbackend.Peer. It ends when the client answers, ctx ends, or the
+// call the peer belongs to ends.
+func (p *mcpPeer) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	rctx, cancel := context.WithCancel(p.ctx)
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	var res any
+	var err error
+	switch method {
+	case string(mcp.MethodSamplingCreateMessage):
+		req := mcp.CreateMessageRequest{}
+		if err := json.Unmarshal(params, &req.CreateMessageParams); err != nil {
+			return nil, gateway.NewError(schemas.CodeInvalidParams).With("reason", "malformed sampling/createMessage params")
+		}
+		res, err = p.f.srv.RequestSampling(rctx, req) //nolint:staticcheck // relaying the upstream's request to a client of a revision that has sampling
+	case string(mcp.MethodElicitationCreate):
+		req := mcp.ElicitationRequest{}
+		if err := json.Unmarshal(params, &req.Params); err != nil {
+			return nil, gateway.NewError(schemas.CodeInvalidParams).With("reason", "malformed elicitation/create params")
+		}
+		res, err = p.f.srv.RequestElicitation(rctx, req)
+	default:
+		return nil, gateway.NewError(schemas.CodeMethodNotFound).With("method", method)
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, gateway.AsError(ctx.Err())
+	case err != nil && rctx.Err() != nil:
+		return nil, gateway.Errorf(schemas.CodeCancelled, "The call that caused %s ended before the client answered", method)
+	case err != nil:
+		return nil, gateway.Errorf(schemas.CodeInternal, "The calling MCP client did not answer %s", method).Wrap(err)
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		return nil, gateway.NewError(schemas.CodeInternal).Wrap(err)
+	}
+	return out, nil
+}
+
+// faceCompletions answers completion/complete on the face by forwarding it to the
+// upstream that owns the referenced prompt or resource template (Bridge.Complete).
+type faceCompletions struct{ f *mcpFace }
+
+var (
+	_ mcpserver.PromptCompletionProvider   = faceCompletions{}
+	_ mcpserver.ResourceCompletionProvider = faceCompletions{}
+)
+
+// CompletePromptArgument implements mcpserver.PromptCompletionProvider.
+func (c faceCompletions) CompletePromptArgument(ctx context.Context, name string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+	return c.complete(ctx, mcp.PromptReference{Type: "ref/prompt", Name: name}, arg, cc)
+}
+
+// CompleteResourceArgument implements mcpserver.ResourceCompletionProvider.
+func (c faceCompletions) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+	return c.complete(ctx, mcp.ResourceReference{Type: "ref/resource", URI: uri}, arg, cc)
+}
+
+func (c faceCompletions) complete(ctx context.Context, ref any, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+	t := c.f.target()
+	if t == nil {
+		return nil, gateway.NewError(schemas.CodeCapabilityNotFound)
+	}
+	params, err := json.Marshal(mcp.CompleteParams{Ref: ref, Argument: arg, Context: cc})
+	if err != nil {
+		return nil, gateway.NewError(schemas.CodeInternal).Wrap(err)
+	}
+	raw, err := t.Complete(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.CompleteResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, gateway.Errorf(schemas.CodeInternal, "The upstream's completion result is malformed").Wrap(err)
+	}
+	return &res.Completion, nil
+}
