@@ -45,12 +45,7 @@ test: ## install test peers, vet, lint, the whole suite with -race, and a bounde
 
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME
-	@set -e; for pkg in $$($(GO) list ./...); do \
-	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
-	    echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
-	    $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg; \
-	  done; \
-	done
+	@GO=$(GO) FUZZTIME=$(FUZZTIME) ./make/fuzz.sh
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## golangci-lint (v2, default: all, see .golangci.yml)
