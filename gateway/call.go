@@ -100,6 +100,11 @@ type Call struct {
 	// Input is the stream of messages the caller sends after the call has started (to a
 	// client-streaming or bidirectional method); nil when the face offers none.
 	Input Stream
+	// Capability is the id of the NEKTE capability this call runs, set when the capability
+	// layer (nekte.invoke, nekte.delegate) dispatches it; empty for a method called directly.
+	// Policies that keep a zone from calling methods directly (routing.mcp.direct_zones) let
+	// such calls through: capability invocation is the sanctioned path.
+	Capability string
 }
 
 // IsNotification reports whether the call expects no response.

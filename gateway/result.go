@@ -12,6 +12,12 @@ type Result struct {
 	// Stream, when set, delivers the result as a sequence of messages (a server-streaming
 	// method); Value is then ignored. Whoever receives the Result must Close the stream.
 	Stream Stream
+	// Events, with Stream set, marks the stream's messages as named events, each the JSON
+	// object {"event": <name>, "data": <payload>} (nekte.delegate's task events). The HTTP
+	// face answers such a result with Server-Sent Events whatever the Accept header says,
+	// one frame "event: <name>\ndata: <payload>" per message, and ends the response after
+	// the last one; the WebSocket face sends each message as a notification.
+	Events bool
 	// Metadata is backend response metadata the configuration allows to be surfaced
 	// (lower-case keys); the HTTP face returns it as Grpc-Metadata-<key> headers.
 	Metadata map[string][]string

@@ -27,7 +27,8 @@ const MethodToolsCall = "tools/call"
 // internal, operator and local) is refused with AUTHORIZATION_FAILED (4000, data {zone,
 // method}) before anything is parsed or sent upstream. Calls arriving over MCP
 // (gateway.ProtocolMCP: the MCP face, `gatehouse stdio`) are always let through, since
-// those faces exist to serve the catalog. The check lives here, on the one path every
+// those faces exist to serve the catalog, and so are calls the capability layer makes
+// (gateway.Call.Capability set: nekte.invoke, nekte.delegate). The check lives here, on the one path every
 // face's call takes to the bridge, so no face can bypass it.
 //
 // When the call's context carries a progress sink (gateway.WithProgress), the upstream is
@@ -108,7 +109,7 @@ func (t *Target) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Resul
 
 // permit refuses a direct call from a zone that may not make one (see Target).
 func (t *Target) permit(call *gateway.Call) error {
-	if call.Protocol == gateway.ProtocolMCP || t.direct.has(call.Zone) {
+	if call.Protocol == gateway.ProtocolMCP || call.Capability != "" || t.direct.has(call.Zone) {
 		return nil
 	}
 	return gateway.Errorf(schemas.CodeAuthorization,

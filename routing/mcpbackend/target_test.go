@@ -30,23 +30,25 @@ func TestDirectZones(t *testing.T) {
 	for _, pol := range policies {
 		for _, zone := range zones {
 			for _, proto := range protocols {
-				want := proto == gateway.ProtocolMCP || pol.allowed[zone]
-				for _, method := range []string{"mcp.echo", mcpbackend.MethodToolsCall} {
-					t.Run(pol.name+"/"+zone.String()+"/"+proto.String()+"/"+method, func(t *testing.T) {
-						params := `{"message":"m"}`
-						if method == mcpbackend.MethodToolsCall {
-							params = `{"name":"echo","arguments":{"message":"m"}}`
-						}
-						res, err := pol.target.Invoke(ctxTimeout(t, 10*time.Second), &gateway.Call{
-							Method: method, Params: []byte(params), ID: jsonrpc.NumberID(1), Zone: zone, Protocol: proto})
-						if want {
-							if err != nil || firstText(t, res.Value) != "m" {
-								t.Fatalf("got %v, %v; want the echo", res, err)
+				for _, capability := range []string{"", "echo"} { // set: dispatched by the capability layer
+					want := proto == gateway.ProtocolMCP || capability != "" || pol.allowed[zone]
+					for _, method := range []string{"mcp.echo", mcpbackend.MethodToolsCall} {
+						t.Run(pol.name+"/"+zone.String()+"/"+proto.String()+"/cap="+capability+"/"+method, func(t *testing.T) {
+							params := `{"message":"m"}`
+							if method == mcpbackend.MethodToolsCall {
+								params = `{"name":"echo","arguments":{"message":"m"}}`
 							}
-							return
-						}
-						assertRefused(t, err, zone, method)
-					})
+							res, err := pol.target.Invoke(ctxTimeout(t, 10*time.Second), &gateway.Call{
+								Method: method, Params: []byte(params), ID: jsonrpc.NumberID(1), Zone: zone, Protocol: proto, Capability: capability})
+							if want {
+								if err != nil || firstText(t, res.Value) != "m" {
+									t.Fatalf("got %v, %v; want the echo", res, err)
+								}
+								return
+							}
+							assertRefused(t, err, zone, method)
+						})
+					}
 				}
 			}
 		}
