@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/routing/capability"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
@@ -25,6 +26,15 @@ type Demo struct {
 
 var _ gateway.Target = (*Demo)(nil)
 
+// The demo methods.
+const (
+	demoSubtract    = "subtract"
+	demoSum         = "sum"
+	demoUpdate      = "update"
+	demoNotifyHello = "notify_hello"
+	demoGetData     = "get_data"
+)
+
 // NewDemo returns the demo target.
 func NewDemo(cfg DemoConfig) *Demo { return &Demo{delay: cfg.Delay} }
 
@@ -33,7 +43,43 @@ func (*Demo) Name() string { return "demo" }
 
 // Methods returns the methods the demo target serves.
 func (*Demo) Methods() []string {
-	return []string{"subtract", "sum", "update", "notify_hello", "get_data"}
+	return []string{demoSubtract, demoSum, demoUpdate, demoNotifyHello, demoGetData}
+}
+
+var _ capability.Provider = (*Demo)(nil)
+
+// Capabilities describes the demo methods as capabilities, in the order of Methods: each
+// with a description, JSON Schemas of its params and result, and an example. All are
+// deterministic. subtract takes its named form ({minuend, subtrahend}) as a capability;
+// the others take the arrays the specification sends.
+func (*Demo) Capabilities() []capability.Capability {
+	numbers := `{"type":"array","items":{"type":"number"}}`
+	caps := []struct {
+		method, desc, in, out, exIn, exOut string
+	}{
+		{demoSubtract, "Subtracts subtrahend from minuend and returns the difference (JSON-RPC 2.0 specification example).",
+			`{"type":"object","properties":{"minuend":{"type":"number"},"subtrahend":{"type":"number"}},"required":["minuend","subtrahend"],"additionalProperties":false}`,
+			`{"type":"number"}`, `{"minuend":42,"subtrahend":23}`, `19`},
+		{demoSum, "Adds up a list of numbers and returns the sum (JSON-RPC 2.0 specification example).",
+			numbers, `{"type":"number"}`, `[1,2,4]`, `7`},
+		{demoUpdate, "Accepts a list of numbers and returns null; the specification sends it as a notification.",
+			numbers, `{"type":"null"}`, `[1,2,3,4,5]`, `null`},
+		{demoNotifyHello, "Accepts one number and returns null; the specification sends it as a notification.",
+			`{"type":"array","items":{"type":"number"},"minItems":1,"maxItems":1}`, `{"type":"null"}`, `[7]`, `null`},
+		{demoGetData, "Takes no params and returns the fixed list [\"hello\", 5] (JSON-RPC 2.0 specification example).",
+			`{"type":["object","array"],"maxProperties":0,"maxItems":0}`,
+			`{"type":"array","prefixItems":[{"const":"hello"},{"const":5}],"items":false}`, `{}`, `["hello",5]`},
+	}
+	out := make([]capability.Capability, len(caps))
+	for i, c := range caps {
+		out[i] = capability.Capability{
+			ID: c.method, Description: c.desc, Method: c.method,
+			Input: json.RawMessage(c.in), Output: json.RawMessage(c.out),
+			Examples: []capability.Example{{In: json.RawMessage(c.exIn), Out: json.RawMessage(c.exOut)}},
+			Kind:     capability.KindBuiltin, Source: "demo", Deterministic: true,
+		}
+	}
+	return out
 }
 
 // Invoke implements gateway.Target.
@@ -42,13 +88,13 @@ func (d *Demo) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Result,
 		return nil, err
 	}
 	switch call.Method {
-	case "subtract":
+	case demoSubtract:
 		return subtract(call.Params)
-	case "sum":
+	case demoSum:
 		return sum(call.Params)
-	case "update", "notify_hello":
+	case demoUpdate, demoNotifyHello:
 		return anyParams(call.Params)
-	case "get_data":
+	case demoGetData:
 		if len(call.Params) != 0 && !isEmptyContainer(call.Params) {
 			return nil, invalidParams("get_data takes no params")
 		}

@@ -52,8 +52,13 @@ func (g *gatewayService) InvokeStream(req *gatehousev1.InvokeStreamRequest, stre
 	return nil
 }
 
-// invokeOutcome is the outcome of a call made by an internal gRPC caller.
+// invokeOutcome is the outcome of a call made on behalf of a caller a face authenticated
+// (runAs): exactly one of res and err is set.
 type invokeOutcome struct {
+	// res is the call's result; result is its value. A capability call's streamed result
+	// is in res.Stream, unread; any other call's stream has been delivered through send
+	// (streamed is then true) or collected into result.
+	res      *gateway.Result
 	result   []byte
 	streamed bool
 	err      *gateway.Error
@@ -77,20 +82,55 @@ func (s *Server) runInternal(ctx context.Context, method string, params []byte, 
 // and params strictly as a JSON-RPC request, under ctx's deadline.
 func (rt *runtime) runAs(ctx context.Context, principal gateway.Principal, zone gateway.TrustZone, proto gateway.Protocol,
 	method string, params []byte, send func([]byte) error) invokeOutcome {
-	traceID := observability.NewTraceID()
-	payload, derr := jsonrpc.Decode(envelope(method, params), rt.limitsFor(principal))
+	return rt.runAsCaller(ctx, asCaller{principal: principal, zone: zone, protocol: proto}, method, params, send)
+}
+
+// asCaller is who a call made on a caller's behalf runs as.
+type asCaller struct {
+	principal gateway.Principal
+	zone      gateway.TrustZone
+	protocol  gateway.Protocol
+	// traceID is the trace the call is recorded under; empty starts a new trace.
+	traceID string
+	// capability is the NEKTE capability the call runs (gateway.Call.Capability), empty for
+	// a method called directly. Its params are the capability's input, which the call gets
+	// as it is: the reserved members (deadline_ms, depends_on) belong to JSON-RPC requests,
+	// not to a capability's input. Its streamed result is handed back unread.
+	capability string
+}
+
+// runAsCaller is runAs for any caller, a capability's included. The deadline is ctx's
+// (resolved against the deadline section: the default when ctx has none, at most max);
+// cancelling ctx cancels the call; a progress sink in ctx receives its progress.
+func (rt *runtime) runAsCaller(ctx context.Context, who asCaller, method string, params []byte, send func([]byte) error) invokeOutcome {
+	traceID := who.traceID
+	if traceID == "" {
+		traceID = observability.NewTraceID()
+	}
+	body := envelope(method, params)
+	if who.capability != "" && len(params) > 0 {
+		// As an array member the input is checked strictly (syntax, duplicate names,
+		// limits) at the depth it had in the nekte.* call, and no member of it is reserved.
+		body = envelope(method, append(append([]byte{'['}, params...), ']'))
+	}
+	payload, derr := jsonrpc.Decode(body, rt.limitsFor(who.principal))
 	if derr == nil && payload.Members[0].Err != nil {
 		derr = payload.Members[0].Err
 	}
 	if derr != nil {
 		return invokeOutcome{err: fromDecodeError(derr), traceID: traceID}
 	}
+	req := &payload.Members[0].Request
+	if who.capability != "" {
+		req.Params = params
+	}
 	var callerMs int64
 	if dl, ok := ctx.Deadline(); ok {
 		callerMs = dl.UnixMilli()
 	}
-	ex := exchange{principal: principal, zone: zone, protocol: proto,
-		deadline: rt.cfg.Deadline.Resolve(rt.now(), callerMs), traceID: traceID}
+	ex := exchange{principal: who.principal, zone: who.zone, protocol: who.protocol,
+		deadline: rt.cfg.Deadline.Resolve(rt.now(), callerMs), traceID: traceID,
+		capability: who.capability, keepStream: who.capability != ""}
 	var streamed bool
 	if send != nil {
 		ex.stream = func(ctx context.Context, id jsonrpc.ID, s gateway.Stream) outcome {
@@ -98,11 +138,11 @@ func (rt *runtime) runAs(ctx context.Context, principal gateway.Principal, zone 
 			return relayMessages(ctx, id, s, send)
 		}
 	}
-	out := rt.call(ctx, &ex, &payload.Members[0].Request, true)
+	out := rt.call(ctx, &ex, req, true)
 	if out.err != nil {
 		return invokeOutcome{err: out.err, traceID: traceID}
 	}
-	return invokeOutcome{result: out.res.Value, streamed: streamed, traceID: traceID}
+	return invokeOutcome{res: out.res, result: out.res.Value, streamed: streamed, traceID: traceID}
 }
 
 // envelope wraps method and params in a JSON-RPC request so the strict decoder checks them.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"io"
 	"mime"
@@ -14,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
+	"github.com/gatehouse-dev/gatehouse/codecs/nekte"
 	"github.com/gatehouse-dev/gatehouse/codecs/sse"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
@@ -27,7 +29,9 @@ func (s *Server) boundaryHandler() http.Handler {
 	e.HandleMethodNotAllowed = true
 	_ = e.SetTrustedProxies(nil) // the peer address is the TCP peer's; forwarding headers are not trusted
 	e.Use(s.recoverHTTP)
-	e.POST("/rpc", s.handleRPC)
+	e.POST(rpcPath, s.handleRPC)
+	e.GET(nekte.CardPath, s.handleAgentCard)
+	e.GET(rpcPath+nekte.CardPath, s.handleAgentCard)
 	e.GET("/ws", s.handleWS)
 	e.Any("/mcp", s.handleMCP)
 	e.GET(mcpSSEPath, s.handleMCPSSE)
@@ -66,9 +70,11 @@ func (s *Server) handleMCP(c *gin.Context) {
 
 var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
-// handleRPC serves POST /rpc: limits and authentication first, then the body is read and
-// decoded, the calls run, and the responses are written in one HTTP response (or as an
-// event stream, for a streamed result the caller accepts as one).
+// handleRPC serves POST /rpc: limits and authentication first, then the body is read,
+// transcoded to JSON when it is MessagePack, and decoded; the calls run, and the responses
+// are written in one HTTP response in the request's encoding — or as an event stream: a
+// single request's named-event result (gateway.Result.Events) always, and its streamed
+// result and progress when the caller accepts text/event-stream.
 func (s *Server) handleRPC(c *gin.Context) {
 	rt := s.acquire()
 	defer rt.release()
@@ -84,29 +90,41 @@ func (s *Server) handleRPC(c *gin.Context) {
 	body, err := readBody(r, rt.cfg.JSONRPC.MaxBodyBytes, (*bufp)[:0])
 	*bufp = body[:0]
 	if err != nil {
-		s.writeBodyError(w, err, rt.cfg.JSONRPC.MaxBodyBytes, traceID)
+		s.writeBodyErrorIn(w, err, rt.cfg.JSONRPC.MaxBodyBytes, traceID, ex.encoding)
 		return
 	}
-	var events *sseWriter
+	events := newSSEWriter(w, rt.cfg.Server.Boundary.WriteTimeout)
+	ex.events = events.deliverEvents
 	if sse.Accepts(r.Header.Get("Accept")) {
-		events = acceptEvents(ex, w)
+		acceptEvents(ex, events)
 	}
 	outp := bodyPool.Get().(*[]byte)
 	defer bodyPool.Put(outp)
-	out := rt.serve(r.Context(), ex, body, (*outp)[:0])
+	out := rt.serveEncoded(r.Context(), ex, body, (*outp)[:0])
 	*outp = out[:0]
-	if events != nil && events.isStarted() {
+	switch {
+	case events.isNamed(): // a stream of named events ends with its last event
+	case events.isStarted():
 		_ = events.event(out) // the final response ends the event stream
-		return
+	default:
+		s.writeJSONRPCIn(w, out, ex.encoding, traceID)
 	}
-	writeJSONRPC(w, out)
+}
+
+// serveEncoded is serve for a body in the exchange's encoding; the responses it appends to
+// dst are JSON (the face encodes them as it writes them).
+func (rt *runtime) serveEncoded(ctx context.Context, ex *exchange, body, dst []byte) []byte {
+	text, err := ex.encoding.toJSON(body, rt.limitsFor(ex.principal), rt.cfg.JSONRPC.MaxBodyBytes)
+	if err != nil {
+		return appendError(dst, jsonrpc.ID{}, err, ex.traceID)
+	}
+	return rt.serve(ctx, ex, text, dst)
 }
 
 // acceptEvents lets a single request's streamed result and progress reports reach a caller
 // that accepts text/event-stream as events; the response becomes an event stream with the
-// first of them. Batches keep plain JSON responses.
-func acceptEvents(ex *exchange, w http.ResponseWriter) *sseWriter {
-	events := &sseWriter{w: w}
+// first of them. Batches keep plain responses.
+func acceptEvents(ex *exchange, events *sseWriter) {
 	ex.stream = events.deliver
 	ex.progress = func(id jsonrpc.ID, single bool) (func(gateway.Progress), func()) {
 		if !single {
@@ -117,26 +135,27 @@ func acceptEvents(ex *exchange, w http.ResponseWriter) *sseWriter {
 	if md := ex.metadata; md != nil { // headers race with a progress event starting the stream
 		ex.metadata = func(m map[string][]string) { events.unlessStarted(func() { md(m) }) }
 	}
-	return events
 }
 
 // admitHTTP checks what can be checked before the body is read — media type, credentials,
-// the caller's deadline — and answers the request itself when one fails.
+// the caller's deadline — and answers the request itself, in the request's encoding, when
+// one fails.
 func admitHTTP(rt *runtime, w http.ResponseWriter, r *http.Request, traceID string) (*exchange, bool) {
-	if !isJSON(r.Header.Get("Content-Type")) {
+	enc, ok := mediaEncoding(r.Header.Get("Content-Type"))
+	if !ok {
 		writeHTTPError(w, http.StatusUnsupportedMediaType,
-			gateway.Errorf(schemas.CodeUnsupportedMedia, "Content-Type must be application/json"), traceID)
+			gateway.Errorf(schemas.CodeUnsupportedMedia, "Content-Type must be application/json or application/x-msgpack"), traceID)
 		return nil, false
 	}
 	principal, err := rt.auth.Authenticate(r.Context(), httpCredentials(r, gateway.ZoneExternal))
 	if err != nil {
-		writeAuthError(w, gateway.AsError(err), traceID)
+		writeAuthErrorIn(w, gateway.AsError(err), traceID, enc)
 		return nil, false
 	}
 	callerMs, ok := parseDeadlineHeader(r.Header.Get("X-Deadline-Ms"))
 	if !ok {
-		writeHTTPError(w, http.StatusBadRequest,
-			gateway.Errorf(schemas.CodeInvalidRequest, "X-Deadline-Ms must be a positive integer (epoch milliseconds)"), traceID)
+		writeHTTPErrorIn(w, http.StatusBadRequest,
+			gateway.Errorf(schemas.CodeInvalidRequest, "X-Deadline-Ms must be a positive integer (epoch milliseconds)"), traceID, enc)
 		return nil, false
 	}
 	now := rt.now()
@@ -146,6 +165,7 @@ func admitHTTP(rt *runtime, w http.ResponseWriter, r *http.Request, traceID stri
 	_ = http.NewResponseController(w).SetWriteDeadline(latest(deadline, now).Add(rt.cfg.Server.Boundary.WriteTimeout))
 	return &exchange{
 		principal: principal, zone: gateway.ZoneExternal, protocol: gateway.ProtocolHTTP, deadline: deadline, traceID: traceID,
+		encoding: enc,
 		metadata: func(md map[string][]string) {
 			for k, vs := range md {
 				for _, v := range vs {
@@ -156,13 +176,18 @@ func admitHTTP(rt *runtime, w http.ResponseWriter, r *http.Request, traceID stri
 	}, true
 }
 
-// writeJSONRPC writes a JSON-RPC response body, or 204 when there is none (notifications).
-func writeJSONRPC(w http.ResponseWriter, out []byte) {
+// writeJSONRPCIn writes a JSON-RPC response body — out is its JSON — in enc, or 204 when
+// there is none (notifications).
+func (s *Server) writeJSONRPCIn(w http.ResponseWriter, out []byte, enc wireEncoding, traceID string) {
 	if len(out) == 0 {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	out, ok := enc.fromJSON(out, traceID)
+	if !ok {
+		s.log.Error("a response has no MessagePack form", "trace_id", traceID)
+	}
+	w.Header().Set("Content-Type", enc.contentType())
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(out)
@@ -198,21 +223,31 @@ func readBody(r *http.Request, limit int64, buf []byte) ([]byte, error) {
 }
 
 func (s *Server) writeBodyError(w http.ResponseWriter, err error, limit int64, traceID string) {
+	s.writeBodyErrorIn(w, err, limit, traceID, encodingJSON)
+}
+
+// writeBodyErrorIn answers a body that could not be read, in enc.
+func (s *Server) writeBodyErrorIn(w http.ResponseWriter, err error, limit int64, traceID string, enc wireEncoding) {
 	if errors.Is(err, errBodyTooLarge) {
-		writeHTTPError(w, http.StatusRequestEntityTooLarge, gateway.NewError(schemas.CodePayloadTooLarge).
-			With("limit", "max_body_bytes").With("max", limit), traceID)
+		writeHTTPErrorIn(w, http.StatusRequestEntityTooLarge, gateway.NewError(schemas.CodePayloadTooLarge).
+			With("limit", "max_body_bytes").With("max", limit), traceID, enc)
 		return
 	}
 	s.log.Debug("reading request body", "trace_id", traceID, "err", err)
-	writeHTTPError(w, http.StatusBadRequest, gateway.Errorf(schemas.CodeInvalidRequest, "Could not read the request body"), traceID)
+	writeHTTPErrorIn(w, http.StatusBadRequest, gateway.Errorf(schemas.CodeInvalidRequest, "Could not read the request body"), traceID, enc)
 }
 
 // writeHTTPError ends an exchange that failed before any JSON-RPC request was read: the
 // body is a JSON-RPC error response with id null.
 func writeHTTPError(w http.ResponseWriter, status int, err *gateway.Error, traceID string) {
-	body := appendError(nil, jsonrpc.ID{}, err, traceID)
+	writeHTTPErrorIn(w, status, err, traceID, encodingJSON)
+}
+
+// writeHTTPErrorIn is writeHTTPError with the body in enc.
+func writeHTTPErrorIn(w http.ResponseWriter, status int, err *gateway.Error, traceID string, enc wireEncoding) {
+	body, _ := enc.fromJSON(appendError(nil, jsonrpc.ID{}, err, traceID), traceID)
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h.Set("Content-Type", enc.contentType())
 	h.Set("X-Trace-Id", traceID)
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
@@ -221,21 +256,26 @@ func writeHTTPError(w http.ResponseWriter, status int, err *gateway.Error, trace
 // writeAuthError answers a failed authentication with the table's HTTP status and, for 401,
 // the WWW-Authenticate challenge.
 func writeAuthError(w http.ResponseWriter, err *gateway.Error, traceID string) {
+	writeAuthErrorIn(w, err, traceID, encodingJSON)
+}
+
+// writeAuthErrorIn is writeAuthError with the body in enc.
+func writeAuthErrorIn(w http.ResponseWriter, err *gateway.Error, traceID string, enc wireEncoding) {
 	status := schemas.KindOf(err.Code()).HTTP
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="gatehouse"`)
 	}
-	writeHTTPError(w, status, err, traceID)
+	writeHTTPErrorIn(w, status, err, traceID, enc)
 }
 
 // isJSON reports whether a Content-Type is application/json (parameters allowed, charset
 // only utf-8).
 func isJSON(ct string) bool {
-	if ct == "application/json" {
+	if ct == jsonContentType {
 		return true
 	}
 	mt, params, err := mime.ParseMediaType(ct)
-	if err != nil || mt != "application/json" {
+	if err != nil || mt != jsonContentType {
 		return false
 	}
 	cs, ok := params["charset"]

@@ -24,10 +24,23 @@ type exchange struct {
 	// deadline is the absolute deadline of the whole body (one request or a batch).
 	deadline time.Time
 	traceID  string
+	// encoding is how the face carries this body and what goes back for it; the exchange
+	// itself only ever sees JSON.
+	encoding wireEncoding
 	// stream, when set, delivers the streamed result of a single request (not a batch
 	// member) to the caller as it comes and returns the final outcome; otherwise the
 	// messages are collected into an array result.
 	stream func(ctx context.Context, id jsonrpc.ID, s gateway.Stream) outcome
+	// events, when set, delivers a single request's stream of named events
+	// (gateway.Result.Events) as stream does; when it is not, such a stream is delivered
+	// by stream, or collected.
+	events func(ctx context.Context, id jsonrpc.ID, s gateway.Stream) outcome
+	// keepStream hands a streamed result back unread in the outcome (the capability
+	// Invoker's caller reads and closes it) instead of delivering or collecting it.
+	keepStream bool
+	// capability is the NEKTE capability the body's call runs (gateway.Call.Capability),
+	// empty for methods called directly.
+	capability string
 	// metadata, when set, receives the surfaced backend metadata of a single request's
 	// successful result (the HTTP face turns it into response headers).
 	metadata func(md map[string][]string)
@@ -144,15 +157,16 @@ func (rt *runtime) call(ctx context.Context, ex *exchange, req *jsonrpc.Request,
 		}
 	}
 	c := &gateway.Call{
-		Method:    req.Method,
-		Params:    req.Params,
-		ID:        req.ID,
-		Principal: ex.principal,
-		Deadline:  resilience.Narrow(ex.deadline, req.DeadlineMs),
-		TraceID:   ex.traceID,
-		Zone:      ex.zone,
-		Protocol:  ex.protocol,
-		Input:     input,
+		Method:     req.Method,
+		Params:     req.Params,
+		ID:         req.ID,
+		Principal:  ex.principal,
+		Deadline:   resilience.Narrow(ex.deadline, req.DeadlineMs),
+		TraceID:    ex.traceID,
+		Zone:       ex.zone,
+		Protocol:   ex.protocol,
+		Input:      input,
+		Capability: ex.capability,
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -160,14 +174,14 @@ func (rt *runtime) call(ctx context.Context, ex *exchange, req *jsonrpc.Request,
 			out.res, out.err = nil, gateway.NewError(schemas.CodeInternal)
 		}
 	}()
-	res, err := rt.handler(ctx, c)
+	res, err := rt.handler(withCall(ctx, c), c)
 	if err != nil {
 		out.err = gateway.AsError(err)
 		rt.logCallError(c, out.err)
 		return out
 	}
-	if res.Stream != nil {
-		return rt.streamed(ctx, ex, res.Stream, out, single)
+	if res.Stream != nil && !ex.keepStream {
+		return rt.streamed(ctx, ex, c, res, out, single)
 	}
 	if single && ex.metadata != nil && len(res.Metadata) > 0 {
 		ex.metadata(res.Metadata)
@@ -178,17 +192,43 @@ func (rt *runtime) call(ctx context.Context, ex *exchange, req *jsonrpc.Request,
 
 // streamed turns a streamed result into the call's outcome: delivered by the face as it
 // comes, or collected into an array (batch members, faces without streaming, HTTP callers
-// that do not accept text/event-stream), bounded by jsonrpc.max_collected_bytes.
-func (rt *runtime) streamed(ctx context.Context, ex *exchange, s gateway.Stream, out outcome, single bool) outcome {
+// that do not accept text/event-stream). A stream of named events (gateway.Result.Events)
+// goes to the face's events delivery when it has one. Collecting is bounded by
+// jsonrpc.max_collected_bytes and by the call's deadline: the collected array is written
+// in the response, which has to go out by then.
+func (rt *runtime) streamed(ctx context.Context, ex *exchange, c *gateway.Call, res *gateway.Result, out outcome, single bool) outcome {
+	s := res.Stream
 	defer func() { _ = s.Close() }()
 	if out.silent {
 		return out
 	}
-	if single && ex.stream != nil {
-		o := ex.stream(ctx, out.id, s)
+	deliver := ex.stream
+	if res.Events && ex.events != nil {
+		deliver = ex.events
+	}
+	if single && deliver != nil {
+		o := deliver(ctx, out.id, s)
 		o.id = out.id
+		if o.err != nil {
+			rt.logCallError(c, o.err)
+		}
 		return o
 	}
+	if !c.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, c.Deadline)
+		defer cancel()
+	}
+	o := rt.collect(ctx, s, out)
+	if o.err != nil {
+		rt.logCallError(c, o.err)
+	}
+	return o
+}
+
+// collect reads every message of s into an array result, bounded by
+// jsonrpc.max_collected_bytes.
+func (rt *runtime) collect(ctx context.Context, s gateway.Stream, out outcome) outcome {
 	limit := rt.cfg.JSONRPC.MaxCollectedBytes
 	arr := []byte{'['}
 	for n := 0; ; n++ {

@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
+	"github.com/gatehouse-dev/gatehouse/codecs/nekte"
 	"github.com/gatehouse-dev/gatehouse/codecs/sse"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 )
@@ -47,35 +49,61 @@ func relayMessages(ctx context.Context, id jsonrpc.ID, s gateway.Stream, send fu
 // sseWriter turns an HTTP response into an event stream the first time an event is
 // written (a message of a streamed result, a progress report); each JSON-RPC message is
 // one event's data. Events come from the handler and from a progress writer, so writes
-// are serialised.
+// are serialised. A stream of named events (deliverEvents) makes the whole response one
+// such stream: its frames are the events alone.
 type sseWriter struct {
-	mu      sync.Mutex
-	w       http.ResponseWriter
-	started bool
-	buf     []byte
+	mu           sync.Mutex
+	w            http.ResponseWriter
+	writeTimeout time.Duration // bounds writing one named event
+	started      bool
+	named        bool // the response is a stream of named events; progress is dropped
+	buf          []byte
+}
+
+// newSSEWriter returns the event writer of an HTTP response; writeTimeout bounds writing
+// each named event.
+func newSSEWriter(w http.ResponseWriter, writeTimeout time.Duration) *sseWriter {
+	return &sseWriter{w: w, writeTimeout: writeTimeout}
 }
 
 func (sw *sseWriter) deliver(ctx context.Context, id jsonrpc.ID, s gateway.Stream) outcome {
 	return relay(ctx, id, s, sw.event)
 }
 
+// startLocked sends the event stream's headers, once; sw.mu is held.
+func (sw *sseWriter) startLocked() {
+	if sw.started {
+		return
+	}
+	h := sw.w.Header()
+	for _, kv := range nekte.SSEHeaders {
+		h.Set(kv[0], kv[1])
+	}
+	sw.w.WriteHeader(http.StatusOK)
+	sw.started = true
+}
+
 // event writes one event and flushes it to the client, starting the stream if needed.
+// Once the response is a stream of named events, it writes nothing.
 func (sw *sseWriter) event(data []byte) error {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
-	if !sw.started {
-		h := sw.w.Header()
-		h.Set("Content-Type", sse.ContentType)
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		sw.w.WriteHeader(http.StatusOK)
-		sw.started = true
+	if sw.named {
+		return nil
 	}
+	sw.startLocked()
 	sw.buf = sse.AppendEvent(sw.buf[:0], "", data)
 	if _, err := sw.w.Write(sw.buf); err != nil {
 		return err
 	}
 	return http.NewResponseController(sw.w).Flush()
+}
+
+// isNamed reports whether the response has become a stream of named events.
+func (sw *sseWriter) isNamed() bool {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return sw.named
 }
 
 // isStarted reports whether the response has become an event stream.

@@ -16,6 +16,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
+	"github.com/gatehouse-dev/gatehouse/codecs/msgpack"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -28,8 +29,10 @@ const (
 )
 
 // handleWS serves GET /ws: the caller is authenticated from the upgrade request's headers,
-// then each text or binary message is one JSON-RPC body (a request or a batch). Requests
-// run concurrently and their responses are sent as they complete.
+// then each message is one JSON-RPC body (a request or a batch): JSON in a text message,
+// MessagePack in a binary one. What a message's requests produce — responses, progress,
+// stream and event notifications — goes back in messages of the same kind. Requests run
+// concurrently and their responses are sent as they complete.
 func (s *Server) handleWS(c *gin.Context) {
 	rt := s.acquire()
 	cfg, w, r := rt.cfg.WebSocket, c.Writer, c.Request
@@ -91,7 +94,7 @@ type wsConn struct {
 	ctx    context.Context // cancelled when the peer is gone or the connection is failed
 	cancel context.CancelFunc
 
-	send     chan []byte   // responses waiting for the writer
+	send     chan wsFrame  // responses waiting for the writer
 	inflight chan struct{} // one token per running request
 	running  sync.WaitGroup
 
@@ -111,7 +114,7 @@ func newWSConn(s *Server, conn *websocket.Conn, cfg WebSocketConfig, p gateway.P
 	ctx, cancel := context.WithCancel(context.Background())
 	return &wsConn{
 		s: s, conn: conn, cfg: cfg, principal: p, ctx: ctx, cancel: cancel,
-		send:       make(chan []byte, cfg.SendQueue),
+		send:       make(chan wsFrame, cfg.SendQueue),
 		inflight:   make(chan struct{}, cfg.MaxInFlight),
 		calls:      make(map[string]*wsCall),
 		closing:    make(chan struct{}),
@@ -147,27 +150,39 @@ func (c *wsConn) readLoop() {
 			return
 		}
 		alive()
-		if mt != websocket.TextMessage && mt != websocket.BinaryMessage {
+		enc := encodingJSON
+		switch mt {
+		case websocket.TextMessage:
+		case websocket.BinaryMessage:
+			enc = encodingMsgpack
+		default:
 			continue
 		}
-		payload, derr := jsonrpc.Decode(data, c.limits())
-		if c.control(&payload, derr) {
+		lim := c.limits()
+		text, terr := enc.toJSON(data, lim, c.cfg.MaxMessageBytes)
+		if terr != nil {
+			c.enqueue(enc, appendError(nil, jsonrpc.ID{}, terr, observability.NewTraceID()))
+			continue
+		}
+		payload, derr := jsonrpc.Decode(text, lim)
+		if c.control(&payload, derr, enc) {
 			continue
 		}
 		select {
 		case c.inflight <- struct{}{}:
 		default:
-			c.rejectOverloaded(payload, derr)
+			c.rejectOverloaded(payload, derr, enc)
 			continue
 		}
 		unregister := c.register(&payload)
 		c.running.Add(1)
-		go c.handle(payload, derr, unregister)
+		go c.handle(payload, derr, enc, unregister)
 	}
 }
 
-// handle runs one message's requests on the runtime current when it arrived.
-func (c *wsConn) handle(payload jsonrpc.Payload, derr *jsonrpc.DecodeError, unregister func()) {
+// handle runs one message's requests on the runtime current when it arrived; what they
+// produce goes back in enc.
+func (c *wsConn) handle(payload jsonrpc.Payload, derr *jsonrpc.DecodeError, enc wireEncoding, unregister func()) {
 	defer c.running.Done()
 	defer func() { <-c.inflight }()
 	defer unregister()
@@ -179,17 +194,26 @@ func (c *wsConn) handle(payload jsonrpc.Payload, derr *jsonrpc.DecodeError, unre
 		protocol:  gateway.ProtocolWebSocket,
 		deadline:  rt.cfg.Deadline.Resolve(rt.now(), 0),
 		traceID:   observability.NewTraceID(),
+		encoding:  enc,
 		begin:     c.begin,
-		progress:  c.progress,
+		progress: func(id jsonrpc.ID, _ bool) (func(gateway.Progress), func()) {
+			return progressSink(id, func(msg []byte) bool { return c.offer(enc, msg) })
+		},
 		stream: func(ctx context.Context, id jsonrpc.ID, s gateway.Stream) outcome {
 			return relay(ctx, id, s, func(msg []byte) error {
-				c.enqueue(bytes.Clone(msg))
+				c.enqueue(enc, bytes.Clone(msg))
+				return c.ctx.Err()
+			})
+		},
+		events: func(ctx context.Context, id jsonrpc.ID, s gateway.Stream) outcome {
+			return relayEvents(ctx, id, s, func(name string, data []byte) error {
+				c.enqueue(enc, appendEventNote(nil, id, name, data))
 				return c.ctx.Err()
 			})
 		},
 	}
 	if out := rt.servePayload(c.ctx, &ex, payload, derr, nil); len(out) > 0 {
-		c.enqueue(out)
+		c.enqueue(enc, out)
 	}
 }
 
@@ -201,18 +225,39 @@ func (c *wsConn) limits() jsonrpc.Limits {
 }
 
 // rejectOverloaded answers every request of a message that found no in-flight slot.
-func (c *wsConn) rejectOverloaded(payload jsonrpc.Payload, derr *jsonrpc.DecodeError) {
+func (c *wsConn) rejectOverloaded(payload jsonrpc.Payload, derr *jsonrpc.DecodeError, enc wireEncoding) {
 	err := gateway.Errorf(schemas.CodeOverloaded, "Too many requests in flight on this connection").
 		With("limit", "max_in_flight").With("max", c.cfg.MaxInFlight).With("retry_after_ms", 100)
 	if out := reject(payload, derr, nil, err, observability.NewTraceID()); len(out) > 0 {
-		c.enqueue(out)
+		c.enqueue(enc, out)
 	}
 }
 
-// enqueue hands a response to the writer; a consumer whose queue is full is disconnected.
-func (c *wsConn) enqueue(msg []byte) {
+// wsFrame is one message waiting for the writer: text (JSON) or binary (MessagePack).
+type wsFrame struct {
+	data   []byte
+	binary bool
+}
+
+// frame returns msg, JSON text the caller no longer needs, as a message in enc.
+func (c *wsConn) frame(enc wireEncoding, msg []byte) wsFrame {
+	if enc != encodingMsgpack {
+		return wsFrame{data: msg}
+	}
+	if data, err := msgpack.FromJSON(msg); err == nil {
+		return wsFrame{data: data, binary: true}
+	}
+	traceID := observability.NewTraceID()
+	c.s.log.Error("a WebSocket message has no MessagePack form", "trace_id", traceID)
+	data, _ := enc.fromJSON(msg, traceID)
+	return wsFrame{data: data, binary: true}
+}
+
+// enqueue hands a response, JSON text, to the writer in enc; a consumer whose queue is
+// full is disconnected.
+func (c *wsConn) enqueue(enc wireEncoding, msg []byte) {
 	select {
-	case c.send <- msg:
+	case c.send <- c.frame(enc, msg):
 	default:
 		c.s.log.Warn("disconnecting slow WebSocket consumer", "queue", c.cfg.SendQueue)
 		c.cancel()
@@ -220,22 +265,17 @@ func (c *wsConn) enqueue(msg []byte) {
 	}
 }
 
-// progress gives every request with an id a sink that sends its progress reports through
-// the send queue (exchange.progress).
-func (c *wsConn) progress(id jsonrpc.ID, _ bool) (func(gateway.Progress), func()) {
-	return progressSink(id, c.offer)
-}
-
-// offer queues a progress report for the writer without ever waiting: it is dropped when
-// the connection is ending or the send queue is half full, so that reports never take
-// the room the responses that follow them need (a response that finds the queue full
-// fails the connection as a slow consumer).
-func (c *wsConn) offer(msg []byte) bool {
+// offer queues a progress report for the writer, in enc, without ever waiting: it is
+// dropped when the connection is ending or the send queue is half full, so that reports
+// never take the room the responses that follow them need (a response that finds the queue
+// full fails the connection as a slow consumer). Every request with an id gets a sink
+// offering its reports here (exchange.progress).
+func (c *wsConn) offer(enc wireEncoding, msg []byte) bool {
 	if c.ctx.Err() != nil || 2*len(c.send) >= cap(c.send) {
 		return false
 	}
 	select {
-	case c.send <- msg:
+	case c.send <- c.frame(enc, msg):
 		return true
 	default:
 		return false
@@ -307,9 +347,13 @@ func (c *wsConn) flush() {
 	}
 }
 
-func (c *wsConn) write(msg []byte) error {
+func (c *wsConn) write(f wsFrame) error {
 	_ = c.conn.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
-	return c.conn.WriteMessage(websocket.TextMessage, msg)
+	mt := websocket.TextMessage
+	if f.binary {
+		mt = websocket.BinaryMessage
+	}
+	return c.conn.WriteMessage(mt, f.data)
 }
 
 // wsRegistry tracks open WebSocket connections so a shutdown can drain them (http.Server

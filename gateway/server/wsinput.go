@@ -66,8 +66,8 @@ func (c *wsConn) begin(ctx context.Context, id jsonrpc.ID) (context.Context, gat
 }
 
 // control handles a message addressed to the face itself ($/stream/send, $/stream/end,
-// $/cancelRequest) and reports whether it was one.
-func (c *wsConn) control(payload *jsonrpc.Payload, derr *jsonrpc.DecodeError) bool {
+// $/cancelRequest) and reports whether it was one; its answer goes back in enc.
+func (c *wsConn) control(payload *jsonrpc.Payload, derr *jsonrpc.DecodeError, enc wireEncoding) bool {
 	if derr != nil || payload.Batch || payload.Members[0].Err != nil {
 		return false
 	}
@@ -85,7 +85,7 @@ func (c *wsConn) control(payload *jsonrpc.Payload, derr *jsonrpc.DecodeError) bo
 		} else {
 			out = jsonrpc.AppendResult(nil, req.ID, []byte("true"))
 		}
-		c.enqueue(out)
+		c.enqueue(enc, out)
 	}
 	return true
 }

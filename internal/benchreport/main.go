@@ -153,6 +153,9 @@ var defs = []ratioDef{
 		"codecs/msgpack.BenchmarkToJSON/response/gatehouse", "codecs/msgpack.BenchmarkToJSON/response/baseline", false, ""},
 	{"JSON → MessagePack (response-sized) ÷ json.Unmarshal-to-any + msgpack.Marshal, time",
 		"codecs/msgpack.BenchmarkFromJSON/response/gatehouse", "codecs/msgpack.BenchmarkFromJSON/response/baseline", false, ""},
+	{"Gateway MessagePack calls/s ÷ JSON calls/s (subtract, HTTP/1.1, loopback)",
+		"gateway/server.BenchmarkMsgpackEndToEnd/msgpack", "gateway/server.BenchmarkMsgpackEndToEnd/json", true,
+		"the cost of transcoding at the face; 1.0: MessagePack costs nothing over JSON"},
 	{"cl100k token count (4 KiB JSON) ÷ tiktoken-go encode, time",
 		"codecs/nekte.BenchmarkTokens/4KiB", "codecs/nekte.BenchmarkTiktokenGo", false,
 		"the same tokens (tested token for token); below 1.0: cheaper per invoke"},
@@ -208,7 +211,7 @@ func ratios(res *results) []ratioRow {
 		}
 		rows = append(rows, row)
 	}
-	return rows
+	return append(rows, metricRatios(res)...)
 }
 
 // pairedRatios divides the i-th sample of num by the i-th of den: make bench runs the suite
@@ -250,6 +253,7 @@ func report(res *results, rows []ratioRow, svg string) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.def.title, v, r.def.meaning)
 	}
+	b.WriteString(tokenSection(res))
 	fmt.Fprintf(&b, "\n![ratios](%s)\n\n## Medians\n\n| benchmark | runs | ns/op | B/op | allocs/op |\n|---|---:|---:|---:|---:|\n", svg)
 	for _, k := range res.order {
 		s := res.samples[k]

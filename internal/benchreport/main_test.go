@@ -20,6 +20,9 @@ BenchmarkEndToEnd/nethttp-2   	   10000	     81000 ns/op	   2000 B/op	      20 a
 pkg: github.com/gatehouse-dev/gatehouse/codecs/jsonrpc
 BenchmarkDecode/single-2      	 1000000	       500 ns/op	 300.00 MB/s	     64 B/op	       2 allocs/op
 BenchmarkStdlibDecode/single-2	 1000000	      2000 ns/op	  75.00 MB/s	    512 B/op	      10 allocs/op
+pkg: github.com/gatehouse-dev/gatehouse/routing/capability
+BenchmarkDiscoverTokens-2   	  100000	     12000 ns/op	        18.11 L0-tok/cap	         0.09702 L0/tools-list	        46.19 L1-tok/cap	         0.2475 L1/tools-list	       158.1 L2-tok/cap	         0.8467 L2/tools-list	         4.556 compact-tok/cap	         0.02440 compact/tools-list	       186.7 tools-list-tok/cap	    2848 B/op	       4 allocs/op
+BenchmarkDiscoverTokens-2   	  100000	     12000 ns/op	        18.11 L0-tok/cap	         0.09800 L0/tools-list	        46.19 L1-tok/cap	         0.2475 L1/tools-list	       158.1 L2-tok/cap	         0.8467 L2/tools-list	         4.556 compact-tok/cap	         0.02440 compact/tools-list	       186.7 tools-list-tok/cap	    2848 B/op	       4 allocs/op
 `
 
 func TestReport(t *testing.T) {
@@ -39,6 +42,9 @@ func TestReport(t *testing.T) {
 		"not measured",  // benchmarks absent from the input
 		"cpu: Test CPU", // the environment
 		"| codecs/jsonrpc.BenchmarkDecode/single | 1 | 500 | 64 | 2 |",
+		"| NEKTE discover L0 tokens ÷ MCP tools/list tokens (" + tokensCatalog + ") | 0.10 | aim ≤ 0.12 |", // metric median
+		"| nekte.discover L0, compact shape | 4.6 | aim ≤ 8 |",
+		"| MCP tools/list | 186.7 | the baseline |",
 	} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
@@ -47,6 +53,21 @@ func TestReport(t *testing.T) {
 	svg, err := os.ReadFile(filepath.Join(dir, "benchmarks-ratios.svg"))
 	if err != nil || !strings.Contains(string(svg), "<svg") {
 		t.Fatalf("plot: %v", err)
+	}
+}
+
+func TestTokenSectionAbsent(t *testing.T) {
+	res, err := parse(strings.NewReader("pkg: github.com/gatehouse-dev/gatehouse/x\nBenchmarkA-2 1 10 ns/op\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := tokenSection(res); s != "" {
+		t.Fatalf("section without the token benchmark: %q", s)
+	}
+	for _, r := range metricRatios(res) {
+		if r.ok {
+			t.Fatalf("%s measured", r.def.title)
+		}
 	}
 }
 

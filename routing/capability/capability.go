@@ -1,7 +1,3 @@
-// Package capability is the one catalog behind nekte.discover, nekte.invoke and the
-// capability view of every target: MCP tools, mapped gRPC methods and built-in methods,
-// each with an id, a category, a description, input and output JSON Schema, examples, a
-// version hash and cost hints learned from the calls it served.
 package capability
 
 import (

@@ -47,10 +47,13 @@ func fromDescriptorSet(path string) (*protoregistry.Files, error) {
 	return files, nil
 }
 
-// fromProtos compiles .proto sources; the well-known types are always importable.
+// fromProtos compiles .proto sources; the well-known types are always importable. Source
+// information is kept, so that comments describe the methods and fields in their JSON
+// Schemas (MessageSchema).
 func fromProtos(ctx context.Context, cfg ProtosConfig) (*protoregistry.Files, error) {
 	c := protocompile.Compiler{
-		Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{ImportPaths: cfg.ImportPaths}),
+		Resolver:       protocompile.WithStandardImports(&protocompile.SourceResolver{ImportPaths: cfg.ImportPaths}),
+		SourceInfoMode: protocompile.SourceInfoStandard,
 	}
 	compiled, err := c.Compile(ctx, cfg.Files...)
 	if err != nil {

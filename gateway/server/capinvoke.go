@@ -1,0 +1,78 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/routing/capability"
+	"github.com/gatehouse-dev/gatehouse/schemas"
+)
+
+// callKey is the context key of the call a handler runs (withCall).
+type callKey struct{}
+
+// withCall returns ctx carrying c, the call about to run through the pipeline, so that
+// what its target does on the caller's behalf — running a capability — runs as the same
+// caller.
+func withCall(ctx context.Context, c *gateway.Call) context.Context {
+	return context.WithValue(ctx, callKey{}, c)
+}
+
+// callFrom returns the call ctx was given to, nil when none. Only its identity — principal,
+// zone, protocol, trace id — may be read from it: the rest belongs to the goroutine
+// running it.
+func callFrom(ctx context.Context) *gateway.Call {
+	c, _ := ctx.Value(callKey{}).(*gateway.Call)
+	return c
+}
+
+// capabilityInvoker is the server's capability.Invoker.
+type capabilityInvoker struct{ s *Server }
+
+var _ capability.Invoker = capabilityInvoker{}
+
+// CapabilityInvoker returns the capability.Invoker the capability layer (nekte.invoke,
+// nekte.delegate) runs capabilities with: the capability's method goes through the
+// pipeline of the configuration current at the time, as the caller of the call whose
+// context Invoke is given — that call's principal, zone, protocol and trace id — with
+// gateway.Call.Capability set to the capability's id and the input as params. The
+// deadline is ctx's (the deadline section's default when ctx has none, at most its max);
+// cancelling ctx cancels the backend call; a progress sink in ctx receives its progress.
+// A streamed result comes back unread: the caller must Close it.
+func (s *Server) CapabilityInvoker() capability.Invoker { return capabilityInvoker{s: s} }
+
+// errNoCaller refuses an invocation whose context carries no call to take the caller from.
+var errNoCaller = gateway.NewError(schemas.CodeInternal).With("reason", "a capability can only be invoked within a call")
+
+// Invoke implements capability.Invoker.
+func (inv capabilityInvoker) Invoke(ctx context.Context, c capability.Capability, input json.RawMessage) (*gateway.Result, error) {
+	origin := callFrom(ctx)
+	if origin == nil {
+		inv.s.log.Error("capability invoked outside a call", "capability", c.ID, "method", c.Method)
+		return nil, errNoCaller
+	}
+	if c.ID == "" || c.Method == "" {
+		inv.s.log.Error("capability without an id or a method", "capability", c.ID, "method", c.Method, "trace_id", origin.TraceID)
+		return nil, gateway.NewError(schemas.CodeInternal).With("reason", "the capability names no method")
+	}
+	rt := inv.s.acquire()
+	out := rt.runAsCaller(ctx, asCaller{
+		principal:  origin.Principal,
+		zone:       origin.Zone,
+		protocol:   origin.Protocol,
+		traceID:    origin.TraceID,
+		capability: c.ID,
+	}, c.Method, input, nil)
+	if out.err != nil {
+		rt.release()
+		return nil, out.err
+	}
+	res := out.res
+	if res.Stream == nil {
+		rt.release()
+		return res, nil
+	}
+	res.Stream = gateway.AfterClose(res.Stream, rt.release) // the configuration serves until the stream is closed
+	return res, nil
+}
