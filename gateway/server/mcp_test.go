@@ -3,32 +3,15 @@ package server
 import (
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/internal/mcptest"
 )
 
 // npmServer returns the path of an MCP server installed by `make mcp-servers`; under CI a
 // missing server fails the test, elsewhere it skips.
-func npmServer(t *testing.T, bin string) string {
-	t.Helper()
-	dir := os.Getenv("MCP_SERVERS_BIN")
-	if dir == "" {
-		dir = filepath.Join("..", "..", ".tmp", "npm", "node_modules", ".bin")
-	}
-	p, err := filepath.Abs(filepath.Join(dir, bin))
-	if err == nil {
-		_, err = os.Stat(p)
-	}
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("MCP server %s is not installed: make test runs `make mcp-servers` first", bin)
-		}
-		t.Skipf("MCP server %s is not installed: run `make mcp-servers`", bin)
-	}
-	return p
-}
+func npmServer(t *testing.T, bin string) string { return mcptest.NPMServer(t, bin) }
 
 // TestMCPToolThroughJSONRPC calls a tool of the real server-everything (npm, over stdio)
 // as a JSON-RPC method of the boundary.

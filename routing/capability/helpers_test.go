@@ -4,15 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/gatehouse-dev/gatehouse/internal/mcptest"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
@@ -23,49 +19,10 @@ import (
 // fixtureBin is routing/mcpbackend's mcp-go fixture server, built once by TestMain.
 var fixtureBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "capability-fixture")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fixtureBin = filepath.Join(dir, "fixture")
-	out, err := exec.Command("go", "build", "-o", fixtureBin, "../mcpbackend/testdata/fixture").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building the fixture server: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { mcptest.Main(m, "../mcpbackend/testdata/fixture", &fixtureBin) }
 
-// npmServer returns the path of an installed npm MCP server (make mcp-servers). Missing
-// servers fail the test under CI and skip it elsewhere.
-func npmServer(t testing.TB, bin string) string {
-	t.Helper()
-	dir := os.Getenv("MCP_SERVERS_BIN")
-	if dir == "" {
-		dir = filepath.Join("..", "..", ".tmp", "npm", "node_modules", ".bin")
-	}
-	p, err := filepath.Abs(filepath.Join(dir, bin))
-	if err == nil {
-		_, err = os.Stat(p)
-	}
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("MCP server %s is not installed in %s (run make mcp-servers): %v", bin, dir, err)
-		}
-		t.Skipf("MCP server %s is not installed in %s: run `make mcp-servers` (or set MCP_SERVERS_BIN)", bin, dir)
-	}
-	return p
-}
+// npmServer returns the path of an installed npm MCP server (make mcp-servers).
+func npmServer(t testing.TB, bin string) string { return mcptest.NPMServer(t, bin) }
 
 // fast is upstream supervision tuned for tests.
 func fast(c mcpbackend.Config) mcpbackend.Config {

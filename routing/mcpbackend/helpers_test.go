@@ -5,18 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"maps"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/gatehouse-dev/gatehouse/internal/mcptest"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
@@ -26,64 +22,10 @@ import (
 // fixtureBin is the mcp-go fixture server, built once by TestMain.
 var fixtureBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "mcpbackend-fixture")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fixtureBin = filepath.Join(dir, "fixture")
-	out, err := exec.Command("go", "build", "-o", fixtureBin, "./testdata/fixture").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building the fixture server: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { mcptest.Main(m, "testdata/fixture", &fixtureBin) }
 
 // npmServer returns the path of an installed npm MCP server's binary (make mcp-servers).
-// Missing servers fail the test under CI and skip it elsewhere.
-func npmServer(t testing.TB, bin string) string {
-	t.Helper()
-	dir := os.Getenv("MCP_SERVERS_BIN")
-	if dir == "" {
-		dir = filepath.Join(repoRoot(t), ".tmp", "npm", "node_modules", ".bin")
-	}
-	p := filepath.Join(dir, bin)
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("MCP server %s is not installed in %s (run make mcp-servers): %v", bin, dir, err)
-		}
-		t.Skipf("MCP server %s is not installed in %s: run `make mcp-servers` (or set MCP_SERVERS_BIN)", bin, dir)
-	}
-	return p
-}
-
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
+func npmServer(t testing.TB, bin string) string { return mcptest.NPMServer(t, bin) }
 
 // fast is supervision tuned for tests.
 func fast(c mcpbackend.Config) mcpbackend.Config {
