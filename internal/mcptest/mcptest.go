@@ -23,7 +23,8 @@ func Main(m *testing.M, dir string, bin *string) {
 		os.Exit(1)
 	}
 	*bin = filepath.Join(tmp, filepath.Base(dir))
-	if out, err := exec.Command("go", "build", "-o", *bin, "./"+filepath.ToSlash(filepath.Clean(dir))).CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", *bin, "./"+filepath.ToSlash(filepath.Clean(dir))) //nolint:gosec // a package path the test itself names
+	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building %s: %v\n%s", dir, err, out)
 		_ = os.RemoveAll(tmp)
 		os.Exit(1)
@@ -50,7 +51,7 @@ func NPMServer(t testing.TB, bin string) string {
 	}
 	p, err := filepath.Abs(filepath.Join(dir, bin))
 	if err == nil {
-		_, err = os.Stat(p)
+		_, err = os.Stat(p) //nolint:gosec // a path under the repository or MCP_SERVERS_BIN, read by tests only
 	}
 	if err != nil {
 		if os.Getenv("CI") != "" {
