@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -15,6 +16,12 @@ import (
 // rpcPath is where the boundary serves JSON-RPC over HTTP: the endpoint a NEKTE agent card
 // advertises.
 const rpcPath = "/rpc"
+
+// The URL schemes of the endpoint an agent card announces.
+const (
+	schemeHTTP  = "http"
+	schemeHTTPS = "https"
+)
 
 // agentCardProvider is implemented by the target that serves the nekte.* methods
 // (routing/nekte): it writes the agent card, JSON, for the endpoint the request was
@@ -67,9 +74,52 @@ func (s *Server) handleAgentCard(c *gin.Context) {
 // headers are not trusted; behind a proxy the card's provider announces its configured
 // endpoint instead.
 func requestEndpoint(r *http.Request) string {
-	scheme := "http"
+	scheme := schemeHTTP
 	if r.TLS != nil {
-		scheme = "https"
+		scheme = schemeHTTPS
 	}
 	return scheme + "://" + r.Host + rpcPath
+}
+
+// jwksPath is where the boundary publishes the gateway's public keys.
+const jwksPath = "/.well-known/jwks.json"
+
+// withJWKS serves GET (and HEAD) jwksPath in front of next: the JSON Web Key Set of the
+// keys the gateway signs with — today the NEKTE receipt key, when NEKTE is on — to anyone,
+// like the agent card. Other methods on that path are refused with 405.
+func (s *Server) withJWKS(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != jwksPath {
+			next.ServeHTTP(w, r)
+			return
+		}
+		traceID := observability.NewTraceID()
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeHTTPError(w, http.StatusMethodNotAllowed, gateway.Errorf(schemas.CodeInvalidRequest, "Method not allowed"), traceID)
+			return
+		}
+		body := s.jwks()
+		h := w.Header()
+		h.Set("Content-Type", jsonContentType)
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+		h.Set("Cache-Control", "no-cache") // a key generated per process changes on restart
+		h.Set("X-Trace-Id", traceID)
+		w.WriteHeader(http.StatusOK)
+		if r.Method == http.MethodGet {
+			_, _ = w.Write(body)
+		}
+	})
+}
+
+// jwks returns the JSON Web Key Set document {"keys": [...]}.
+func (s *Server) jwks() []byte {
+	keys := []json.RawMessage{}
+	if s.nekte != nil {
+		keys = append(keys, s.nekte.svc.ReceiptKey())
+	}
+	body, _ := json.Marshal(struct {
+		Keys []json.RawMessage `json:"keys"`
+	}{keys}) // raw JWKs and a slice of them always marshal
+	return body
 }

@@ -26,6 +26,7 @@ type Config struct {
 	Batch     BatchConfig               `yaml:"batch" json:"batch"`
 	WebSocket *WebSocketConfig          `yaml:"websocket" json:"websocket,omitempty"`
 	MCPFace   *MCPFaceConfig            `yaml:"mcp_face" json:"mcp_face,omitempty"`
+	Nekte     *NekteConfig              `yaml:"nekte" json:"nekte,omitempty"`
 	Deadline  resilience.DeadlineConfig `yaml:"deadline" json:"deadline"`
 	Auth      auth.Config               `yaml:"auth" json:"auth"`
 	Routing   routing.Config            `yaml:"routing" json:"routing"`
@@ -207,6 +208,14 @@ func (c *Config) validate(doc *config.Document) config.ErrorList {
 	if f := c.MCPFace; f != nil && f.SessionKey != "" && len(f.SessionKey) < MinSessionKeyBytes {
 		bad("mcp_face.session_key", "the key is %d bytes long: it must have at least %d (for example the output of `openssl rand -base64 48`)",
 			len(f.SessionKey), MinSessionKeyBytes)
+	}
+	if n := c.Nekte; n != nil {
+		if err := n.validateEndpoint(); err != nil {
+			bad("nekte.endpoint", "%v", err)
+		}
+		for _, p := range nekteProblems(n.service().Validate()) {
+			bad(p.path, "%s", p.msg)
+		}
 	}
 	if err := c.State.Validate(); err != nil {
 		bad("state", "%v", err)

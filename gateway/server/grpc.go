@@ -10,12 +10,14 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
+	nektev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/nekte/v1"
 	toolv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/tool/v1"
 )
 
 // InternalConfig is the internal gRPC listener: gatehouse.v1.GatewayService (any routed
-// method, for internal callers), gRPC health checking per backend and server reflection
-// (and, as they land, the NEKTE service and tool invocation).
+// method, for internal callers), nekte.v1.Nekte (the NEKTE primitives, answering
+// UNIMPLEMENTED while no target serves nekte.*), tool.v1.ToolService (the bridged MCP
+// tools), gRPC health checking per backend and server reflection.
 type InternalConfig struct {
 	Addr string `yaml:"addr" json:"addr,omitempty"`
 	// MaxRecvBytes bounds one received message (default 4 MiB).
@@ -36,6 +38,7 @@ func (s *Server) newGRPCServer(cfg InternalConfig) *grpc.Server {
 	healthpb.RegisterHealthServer(gs, s.health)
 	gatehousev1.RegisterGatewayServiceServer(gs, &gatewayService{s: s})
 	toolv1.RegisterToolServiceServer(gs, &toolService{s: s})
+	nektev1.RegisterNekteServer(gs, &nekteGRPC{s: s}) // per call, the configuration current then decides
 	reflection.Register(gs)
 	return gs
 }

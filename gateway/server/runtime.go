@@ -12,6 +12,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing"
+	"github.com/gatehouse-dev/gatehouse/routing/capability"
 )
 
 // runtime is everything built from one configuration. It is immutable once built; requests
@@ -24,6 +25,10 @@ type runtime struct {
 	limits  jsonrpc.Limits
 	log     *slog.Logger
 	now     func() time.Time
+	// catalog is the NEKTE capability catalog of this configuration, nil when NEKTE is off;
+	// catalogSeen is its version whose problems were logged last.
+	catalog     *capability.Registry
+	catalogSeen atomic.Pointer[string]
 
 	refs      atomic.Int64
 	retired   atomic.Bool
@@ -31,8 +36,11 @@ type runtime struct {
 }
 
 // buildRuntime builds a runtime from cfg; extra targets (used by tests and embedders) are
-// routed beside the configured ones.
+// routed beside the configured ones. The process's NEKTE service, when extra carries it,
+// is routed when cfg has a nekte section, with a capability catalog built from every
+// other target (routeNekte).
 func buildRuntime(cfg *Config, log *slog.Logger, now func() time.Time, extra map[string]gateway.Target) (*runtime, error) {
+	svc, extra := splitNekte(extra)
 	routes, err := newMCPRoutes(cfg.Routing.MCP)
 	if err != nil {
 		return nil, err
@@ -54,6 +62,9 @@ func buildRuntime(cfg *Config, log *slog.Logger, now func() time.Time, extra map
 		limits:  jsonrpc.Limits{MaxDepth: cfg.JSONRPC.MaxDepth, MaxStringBytes: cfg.JSONRPC.MaxStringBytes},
 		log:     log,
 		now:     now,
+	}
+	if err := rt.routeNekte(svc); err != nil {
+		return nil, errors.Join(err, table.Close())
 	}
 	routes.bind(rt) // routed sampling and elicitation methods run in this configuration
 	return rt, nil

@@ -64,7 +64,8 @@ type Server struct {
 	// stdio is set when the server speaks MCP over stdin and stdout only (ServeStdio).
 	stdio bool
 
-	mcp *mcpFace // nil when the MCP face is off
+	mcp   *mcpFace   // nil when the MCP face is off
+	nekte *nekteCore // nil when NEKTE was off at start
 
 	serving  atomic.Bool
 	draining atomic.Bool
@@ -95,7 +96,7 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	}
 	s.boundaryLn = netutil.LimitListener(s.boundaryLn, b.MaxConnections)
 	s.boundary = &http.Server{
-		Handler:           s.boundaryHandler(),
+		Handler:           s.withJWKS(s.boundaryHandler()),
 		ReadHeaderTimeout: b.ReadHeaderTimeout,
 		ReadTimeout:       b.ReadTimeout,
 		IdleTimeout:       b.IdleTimeout,
@@ -112,7 +113,9 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// newServer builds what every way of serving needs: the runtime of cfg and the state store.
+// newServer builds what every way of serving needs: the state store, the NEKTE service
+// when cfg has a nekte section (it lives on it, as long as the process), and the runtime
+// of cfg.
 func newServer(cfg *Config, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -122,26 +125,68 @@ func newServer(cfg *Config, opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, log: opts.Logger, listen: cfg.Server, stateCfg: cfg.State}
 	s.ws.init()
-	rt, err := buildRuntime(cfg, s.log, opts.Now, opts.Targets)
+	s.kv = opts.State
+	if s.kv == nil {
+		kv, err := state.Open(cfg.State)
+		if err != nil {
+			return nil, fmt.Errorf("state: %w", err)
+		}
+		s.kv, s.ownKV = kv, true
+	}
+	if err := s.startNekte(cfg); err != nil {
+		s.closeState()
+		return nil, err
+	}
+	rt, err := buildRuntime(cfg, s.log, opts.Now, s.opts.Targets)
 	if err != nil {
+		s.closeNekte(context.Background())
+		s.closeState()
 		return nil, fmt.Errorf("building configuration: %w", err)
 	}
 	s.setLogLevel(cfg)
 	s.cur.Store(rt)
-	s.kv = opts.State
-	if s.kv == nil {
-		if s.kv, err = state.Open(cfg.State); err != nil {
-			rt.retire()
-			return nil, fmt.Errorf("state: %w", err)
-		}
-		s.ownKV = true
-	}
 	return s, nil
 }
 
-// closeCore retires the runtime and closes the state store, if the server opened it.
+// startNekte builds the NEKTE service when cfg has a nekte section and adds it to the
+// targets every configuration routes (Options.Targets, which the server owns a copy of).
+func (s *Server) startNekte(cfg *Config) error {
+	if cfg.Nekte == nil {
+		return nil
+	}
+	n, err := newNekteCore(s, cfg.Nekte)
+	if err != nil {
+		return err
+	}
+	targets, err := n.targets(s.opts.Targets)
+	if err != nil {
+		_ = n.svc.Close()
+		return fmt.Errorf("building configuration: %w", err)
+	}
+	s.nekte, s.opts.Targets = n, targets
+	return nil
+}
+
+// closeNekte suspends the NEKTE service's running tasks and closes it, when there is one.
+func (s *Server) closeNekte(ctx context.Context) {
+	if s.nekte == nil {
+		return
+	}
+	if err := s.nekte.drain(ctx); err != nil {
+		s.log.Warn("suspending NEKTE tasks", "err", err)
+	}
+}
+
+// closeCore retires the runtime, closes the NEKTE service (suspending what still runs) and
+// then the state store, if the server opened it.
 func (s *Server) closeCore() {
+	s.closeNekte(context.Background())
 	s.cur.Load().retire()
+	s.closeState()
+}
+
+// closeState closes the state store, if the server opened it.
+func (s *Server) closeState() {
 	if !s.ownKV {
 		return
 	}
@@ -288,6 +333,10 @@ func (s *Server) shutdown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 
+	// NEKTE tasks first: each is suspended with a checkpoint while the connections of its
+	// streams are still open to carry the news, then the streams end, so the connections
+	// below can close.
+	s.closeNekte(ctx)
 	var wg sync.WaitGroup
 	var httpErr error
 	wg.Go(func() { httpErr = s.boundary.Shutdown(ctx) })

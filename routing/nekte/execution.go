@@ -269,7 +269,7 @@ func (x *execution) finish(ctx, cctx context.Context, o outcome) {
 		return
 	}
 	if o.err != nil {
-		if errors.Is(context.Cause(cctx), errCauseTimeout) {
+		if timedOut(cctx, o.err) {
 			x.fail(ctx, errTaskTimeout(x.rn.id, x.rec.TimeoutMs))
 			return
 		}
@@ -279,9 +279,30 @@ func (x *execution) finish(ctx, cctx context.Context, o outcome) {
 	x.complete(ctx, o.value)
 }
 
-// failureText is what a failed task's error says about why: the client-safe message of
-// a *gateway.Error, or the text of the gateway's own plain errors (newResultOf's).
+// deadlineSlack is how close to the end of a task's running time a deadline error of its
+// call counts as the task's timeout: the stages the call runs through bound it by the
+// same deadline with timers of their own (which may fire first) and refuse it when less
+// than their minimum is left.
+const deadlineSlack = time.Second
+
+// timedOut reports whether a run whose call, under cctx, failed with err ran out of
+// time: cctx's deadline passed, or the call hit a deadline with cctx's about to.
+func timedOut(cctx context.Context, err error) bool {
+	if errors.Is(context.Cause(cctx), errCauseTimeout) {
+		return true
+	}
+	dl, ok := cctx.Deadline()
+	isDeadline := errors.Is(err, context.DeadlineExceeded) || gateway.AsError(err).Code() == schemas.CodeDeadlineExceeded
+	return ok && isDeadline && time.Until(dl) < deadlineSlack
+}
+
+// failureText is what a failed task's error says about why: what an MCP tool that
+// reported isError said (toolFailureText), the client-safe message of a *gateway.Error,
+// or the text of the gateway's own plain errors (newResultOf's).
 func failureText(err error) string {
+	if text, ok := toolFailureText(err); ok {
+		return truncate(text, maxMessageLen)
+	}
 	if ge, ok := errors.AsType[*gateway.Error](err); ok {
 		return truncate(ge.Message(), maxMessageLen)
 	}

@@ -5,7 +5,9 @@ import (
 	"errors"
 
 	nk "github.com/gatehouse-dev/gatehouse/codecs/nekte"
+	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
+	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
 // taskResult is a capability's result in its three levels (codecs/nekte's rules: MCP
@@ -15,16 +17,15 @@ type taskResult struct {
 	digest string // hex SHA-256 of the canonical JSON of the full level
 }
 
-// newResultOf builds the levels of capability c's result value (capability.Levels). An
-// MCP tool result with isError set is an error whose message is the result's minimal
-// text.
+// newResultOf builds the levels of capability c's result value with c.Levels, which
+// applies the MCP rules to MCP tool results and the JSON rules to the rest. An MCP tool
+// result with isError set (TOOL_FAILED from c.Levels) is an error whose message is the
+// result's minimal text (toolFailureText).
 func newResultOf(c capability.Capability, value json.RawMessage) (*taskResult, error) {
-	if c.Kind == capability.KindMCPTool && isToolError(value) {
-		if lv, err := nk.MCPLevels(value); err == nil {
-			return nil, errors.New(lv.Minimal)
-		}
-	}
 	levels, err := c.Levels(value)
+	if text, ok := toolFailureText(err); ok {
+		return nil, errors.New(text)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -35,12 +36,24 @@ func newResultOf(c capability.Capability, value json.RawMessage) (*taskResult, e
 	return &taskResult{levels: levels, digest: d}, nil
 }
 
-// isToolError reports whether an MCP CallToolResult has isError set.
-func isToolError(value json.RawMessage) bool {
-	var r struct {
-		IsError bool `json:"isError"`
+// toolFailureText returns the minimal text of the CallToolResult a TOOL_FAILED error
+// carries in data.result — an MCP tool that reported isError, whether the bridge (as a
+// capability's error) or Capability.Levels (from a result value) found it — so a failed
+// task says what the tool said.
+func toolFailureText(err error) (string, bool) {
+	ge, ok := errors.AsType[*gateway.Error](err)
+	if !ok || ge.Code() != schemas.CodeToolFailed {
+		return "", false
 	}
-	return json.Unmarshal(value, &r) == nil && r.IsError
+	raw, ok := ge.Data()["result"].(json.RawMessage)
+	if !ok {
+		return "", false
+	}
+	lv, err := nk.MCPLevels(raw)
+	if err != nil || lv.Minimal == "" {
+		return "", false
+	}
+	return lv.Minimal, true
 }
 
 // levelOrder lists, per requested detail level, the levels that may go out, most detailed

@@ -1,0 +1,845 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/routing/capability"
+	"github.com/gatehouse-dev/gatehouse/schemas"
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
+	nektev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/nekte/v1"
+)
+
+// nekteGRPCConfig serves the demo methods, with the internal gRPC listener on and no
+// NEKTE.
+const nekteGRPCConfig = `
+server:
+  boundary: {addr: "127.0.0.1:0"}
+  admin: {addr: "127.0.0.1:0"}
+  internal: {addr: "127.0.0.1:0"}
+  shutdown_grace: 5s
+auth: {anonymous: {}}
+routing:
+  demo: {}
+log: {level: debug}
+`
+
+// nekteOnConfig turns NEKTE on, its catalog paging discover results two at a time so that
+// Discover has to follow cursors.
+const nekteOnConfig = nekteGRPCConfig + `
+nekte:
+  catalog:
+    discover: {page_size: 2}
+`
+
+// nekteWaitLimit bounds every wait of these tests.
+const nekteWaitLimit = 10 * time.Second
+
+// nekteWorld is a running server with NEKTE on, whose catalog holds the demo methods and
+// the countdown capability (a slow one, for delegated tasks), and a client of its
+// internal listener.
+type nekteWorld struct {
+	ts        *testServer
+	client    nektev1.NekteClient
+	countdown *countdownTarget
+}
+
+func startNekte(t *testing.T) *nekteWorld {
+	t.Helper()
+	cd := &countdownTarget{runs: make(chan *countdownRun, 8)}
+	ts := start(t, nekteOnConfig, map[string]gateway.Target{countdownCapability.Method: cd})
+	return &nekteWorld{ts: ts, client: nektev1.NewNekteClient(dialNekte(t, ts)), countdown: cd}
+}
+
+// catalog returns the catalog version and each capability's hash as the JSON-RPC face
+// discovers them.
+func (w *nekteWorld) catalog(t *testing.T) (version string, hashes map[string]string) {
+	t.Helper()
+	_, _, body := w.ts.post(`{"jsonrpc":"2.0","method":"nekte.discover","params":{"level":0,"limit":100},"id":1}`)
+	var res struct {
+		V    string `json:"v"`
+		Caps []struct {
+			ID string `json:"id"`
+			H  string `json:"h"`
+		} `json:"caps"`
+	}
+	if err := json.Unmarshal(decodeOne(t, body).Result, &res); err != nil || res.V == "" {
+		t.Fatalf("discover over JSON-RPC: %s", body)
+	}
+	hashes = map[string]string{}
+	for _, c := range res.Caps {
+		hashes[c.ID] = c.H
+	}
+	return res.V, hashes
+}
+
+// dialNekte connects to the server's internal listener for the test's duration.
+func dialNekte(t *testing.T, ts *testServer) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(ts.InternalAddr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+// countdownCapability is a slow capability: its method reports progress 1/3 and waits to
+// be released.
+var countdownCapability = capability.Capability{
+	ID: "countdown", Description: "Counts down slowly from three, reporting progress at every step.",
+	Method: "test.countdown", Kind: capability.KindBuiltin, Source: "test",
+	Input: json.RawMessage(`{"type":"object"}`), Output: json.RawMessage(`{"type":"object"}`),
+}
+
+// countdownTarget serves test.countdown: each call reports progress 1/3, hands its run to
+// runs, and answers when the run is released, or ends with its context (reporting why on
+// the run's ended).
+type countdownTarget struct{ runs chan *countdownRun }
+
+type countdownRun struct {
+	release chan struct{}
+	ended   chan error
+}
+
+func (*countdownTarget) Name() string { return "countdown" }
+
+// Capabilities puts the countdown in the catalog (capability.Provider).
+func (*countdownTarget) Capabilities() []capability.Capability {
+	return []capability.Capability{countdownCapability}
+}
+
+func (c *countdownTarget) Invoke(ctx context.Context, _ *gateway.Call) (*gateway.Result, error) {
+	if p := gateway.ProgressFrom(ctx); p != nil {
+		total := 3.0
+		p(gateway.Progress{Progress: 1, Total: &total, Message: "three"})
+	}
+	run := &countdownRun{release: make(chan struct{}), ended: make(chan error, 1)}
+	c.runs <- run
+	select {
+	case <-run.release:
+		return gateway.NewResult([]byte(`{"left":0,"said":["three","two","one"]}`)), nil
+	case <-ctx.Done():
+		run.ended <- ctx.Err()
+		return nil, ctx.Err()
+	}
+}
+
+// next returns the next run of the countdown.
+func (c *countdownTarget) next(t *testing.T) *countdownRun {
+	t.Helper()
+	select {
+	case r := <-c.runs:
+		return r
+	case <-time.After(nekteWaitLimit):
+		t.Fatal("the countdown did not start")
+		return nil
+	}
+}
+
+func nekteContext(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), nekteWaitLimit)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// renderProto writes a message as canonical JSON named as in the .proto, set fields only, with
+// bytes fields holding UTF-8 JSON inlined and the values of volatileMembers members (hashes,
+// timings, timestamps, signatures) replaced by "X".
+func renderProto(t *testing.T, m proto.Message) string {
+	t.Helper()
+	raw, err := json.Marshal(renderMessage(m.ProtoReflect()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return scrubbedJSON(t, string(raw))
+}
+
+func renderMessage(m protoreflect.Message) map[string]any {
+	out := map[string]any{}
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.IsList() {
+			items := make([]any, v.List().Len())
+			for i := range items {
+				items[i] = renderValue(fd, v.List().Get(i))
+			}
+			out[string(fd.Name())] = items
+		} else {
+			out[string(fd.Name())] = renderValue(fd, v)
+		}
+		return true
+	})
+	return out
+}
+
+func renderValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) any {
+	switch fd.Kind() {
+	case protoreflect.MessageKind:
+		return renderMessage(v.Message())
+	case protoreflect.BytesKind:
+		if json.Valid(v.Bytes()) {
+			return json.RawMessage(v.Bytes())
+		}
+		return v.Bytes()
+	default:
+		return v.Interface()
+	}
+}
+
+// volatileMembers are the members whose values renderProto replaces; the value false
+// marks those it leaves out, as they may be zero and so absent (timings, learned costs).
+var volatileMembers = map[string]bool{
+	"h": true, "current_hash": true, "hash": true, "input_sha256": true, "output_sha256": true, "receipt": true, "kid": true,
+	"tokens_used": true, "created_at": true, "updated_at": true, "completed_at": true,
+	"ms": false, "cost": false,
+}
+
+// scrubbedJSON rewrites JSON with sorted members, volatileMembers values replaced.
+func scrubbedJSON(t *testing.T, s string) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("not JSON: %s: %v", s, err)
+	}
+	b, err := json.Marshal(scrubVolatile(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func scrubVolatile(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			keep, ok := volatileMembers[k]
+			switch {
+			case !ok:
+				v[k] = scrubVolatile(x)
+			case keep:
+				v[k] = "X"
+			default:
+				delete(v, k)
+			}
+		}
+	case []any:
+		for i := range v {
+			v[i] = scrubVolatile(v[i])
+		}
+	}
+	return v
+}
+
+func checkProto(t *testing.T, got proto.Message, want string) {
+	t.Helper()
+	if g, w := renderProto(t, got), scrubbedJSON(t, want); g != w {
+		t.Errorf("got  %s\nwant %s", g, w)
+	}
+}
+
+// wantNekteStatus checks that err is a status of code carrying the JSON-RPC code jsonrpc in
+// its ErrorInfo, with data holding a trace id and, when field is set, that field.
+func wantNekteStatus(t *testing.T, err error, code codes.Code, jsonrpc schemas.Code, field string) {
+	t.Helper()
+	st := status.Convert(err)
+	if st.Code() != code {
+		t.Fatalf("status %v (%v), want %v", st.Code(), err, code)
+	}
+	var info *errdetails.ErrorInfo
+	for _, d := range st.Details() {
+		if i, ok := d.(*errdetails.ErrorInfo); ok {
+			info = i
+		}
+	}
+	if info == nil {
+		t.Fatalf("no ErrorInfo in %v", st.Details())
+	}
+	var data map[string]any
+	if err := json.Unmarshal([]byte(info.GetMetadata()["data"]), &data); err != nil {
+		t.Fatalf("ErrorInfo data %q: %v", info.GetMetadata()["data"], err)
+	}
+	if got := info.GetMetadata()["jsonrpc_code"]; got != codeString(jsonrpc) || data["trace_id"] == nil {
+		t.Errorf("ErrorInfo %v, want jsonrpc_code %d and a trace_id", info.GetMetadata(), jsonrpc)
+	}
+	if field != "" && data["field"] != field {
+		t.Errorf("error data %v, want field %q", data, field)
+	}
+}
+
+func codeString(c schemas.Code) string {
+	b, _ := json.Marshal(c)
+	return string(b)
+}
+
+func TestNekteGRPCDiscover(t *testing.T) {
+	w := startNekte(t)
+	ctx := nekteContext(t)
+	version, hashes := w.catalog(t)
+	tests := []struct {
+		name string
+		req  *nektev1.DiscoverRequest
+		want string
+	}{
+		{"L0 whole catalog over three pages", &nektev1.DiscoverRequest{},
+			`{"agent":"gatehouse","version":"` + version + `","refs":[
+			{"id":"countdown","cat":"test","h":"X"},{"id":"get_data","cat":"demo","h":"X"},{"id":"notify_hello","cat":"demo","h":"X"},
+			{"id":"subtract","cat":"demo","h":"X"},{"id":"sum","cat":"demo","h":"X"},{"id":"update","cat":"demo","h":"X"}]}`},
+		{"L1 by category", &nektev1.DiscoverRequest{Level: 1, Filter: &nektev1.DiscoverFilter{Category: "test"}},
+			`{"agent":"gatehouse","version":"` + version + `","summaries":[
+			{"id":"countdown","cat":"test","h":"X","desc":"Counts down slowly from three, reporting progress at every step."}]}`},
+		{"L2 by id", &nektev1.DiscoverRequest{Level: 2, Filter: &nektev1.DiscoverFilter{Id: "sum"}},
+			`{"agent":"gatehouse","version":"` + version + `","schemas":[
+			{"id":"sum","cat":"demo","h":"X","desc":"Adds up a list of numbers and returns the sum (JSON-RPC 2.0 specification example).",
+			 "input_schema":{"type":"array","items":{"type":"number"}},"output_schema":{"type":"number"},
+			 "examples":[{"input":[1,2,4],"output":7}]}]}`},
+		{"L0 by query, top_k and threshold", &nektev1.DiscoverRequest{Filter: &nektev1.DiscoverFilter{Query: "subtract minuend", TopK: 1, Threshold: 0.1}},
+			`{"agent":"gatehouse","version":"` + version + `","refs":[{"id":"subtract","cat":"demo","h":"X"}]}`},
+		{"nothing matches", &nektev1.DiscoverRequest{Filter: &nektev1.DiscoverFilter{Category: "none"}},
+			`{"agent":"gatehouse","version":"` + version + `"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := w.client.Discover(ctx, tt.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkProto(t, resp, tt.want)
+		})
+	}
+	// The hashes are those JSON-RPC callers see.
+	resp, err := w.client.Discover(ctx, &nektev1.DiscoverRequest{})
+	if err != nil || len(resp.GetRefs()) != len(hashes) {
+		t.Fatalf("L0: %v %v, want %d entries", resp, err, len(hashes))
+	}
+	for _, r := range resp.GetRefs() {
+		if r.GetH() != hashes[r.GetId()] {
+			t.Errorf("%s: h %s, want %s", r.GetId(), r.GetH(), hashes[r.GetId()])
+		}
+	}
+}
+
+func TestNekteGRPCInvoke(t *testing.T) {
+	w := startNekte(t)
+	ctx := nekteContext(t)
+	_, hashes := w.catalog(t)
+	subH := hashes["subtract"]
+	tests := []struct {
+		name string
+		req  *nektev1.InvokeRequest
+		want string
+	}{
+		{"with h, no budget", &nektev1.InvokeRequest{Cap: "subtract", H: subH, Input: []byte(`{"minuend":42,"subtrahend":23}`)},
+			`{"output":19,"resolved_level":"compact","meta":{"tokens_used":"X"}}`},
+		{"without h, full", &nektev1.InvokeRequest{Cap: "get_data", Budget: &nektev1.TokenBudget{MaxTokens: 100, DetailLevel: "full"}},
+			`{"output":["hello",5],"resolved_level":"full","meta":{"tokens_used":"X"}}`},
+		{"minimal is a JSON string", &nektev1.InvokeRequest{Cap: "sum", Input: []byte(`[1,2,4]`), Budget: &nektev1.TokenBudget{DetailLevel: "minimal"}},
+			`{"output":"7","resolved_level":"minimal","meta":{"tokens_used":"X"}}`},
+		{"stale h: VERSION_MISMATCH with the L2 entry", &nektev1.InvokeRequest{Cap: "subtract", H: "deadbeef", Input: []byte(`{"minuend":1,"subtrahend":1}`)},
+			`{"error":{"code":-32001,"message":"VERSION_MISMATCH","current_hash":"X","schema":{"id":"subtract","cat":"demo","h":"X",
+			 "desc":"Subtracts subtrahend from minuend and returns the difference (JSON-RPC 2.0 specification example).",
+			 "input_schema":{"type":"object","properties":{"minuend":{"type":"number"},"subtrahend":{"type":"number"}},"required":["minuend","subtrahend"],"additionalProperties":false},
+			 "output_schema":{"type":"number"},"examples":[{"input":{"minuend":42,"subtrahend":23},"output":19}]}}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := w.client.Invoke(ctx, tt.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkProto(t, resp, tt.want)
+		})
+	}
+	// The mismatch carries the current hash, and the retry without h (as the reference
+	// client does) runs.
+	resp, err := w.client.Invoke(ctx, &nektev1.InvokeRequest{Cap: "subtract", H: "deadbeef", Input: []byte(`{"minuend":5,"subtrahend":3}`)})
+	if err != nil || resp.GetError().GetCurrentHash() != subH || resp.GetError().GetSchema().GetH() != subH {
+		t.Fatalf("mismatch: %v %v, want current_hash %s", resp, err, subH)
+	}
+	resp, err = w.client.Invoke(ctx, &nektev1.InvokeRequest{Cap: "subtract", Input: []byte(`{"minuend":5,"subtrahend":3}`)})
+	if err != nil || string(resp.GetOutput()) != "2" || resp.GetError() != nil {
+		t.Fatalf("retry: %v %v", resp, err)
+	}
+}
+
+func TestNekteGRPCErrors(t *testing.T) {
+	w := startNekte(t)
+	ctx := nekteContext(t)
+	c := w.client
+	tests := []struct {
+		name    string
+		call    func() error
+		code    codes.Code
+		jsonrpc schemas.Code
+		field   string
+	}{
+		{"discover level out of range", func() error { _, err := c.Discover(ctx, &nektev1.DiscoverRequest{Level: 3}); return err },
+			codes.InvalidArgument, schemas.CodeInvalidParams, "level"},
+		{"discover threshold out of range", func() error {
+			_, err := c.Discover(ctx, &nektev1.DiscoverRequest{Filter: &nektev1.DiscoverFilter{Query: "x", Threshold: 2}})
+			return err
+		}, codes.InvalidArgument, schemas.CodeInvalidParams, "filter.threshold"},
+		{"invoke unknown capability", func() error { _, err := c.Invoke(ctx, &nektev1.InvokeRequest{Cap: "nope"}); return err },
+			codes.NotFound, schemas.CodeCapabilityNotFound, ""},
+		{"invoke without cap", func() error { _, err := c.Invoke(ctx, &nektev1.InvokeRequest{}); return err },
+			codes.InvalidArgument, schemas.CodeInvalidParams, "cap"},
+		{"invoke input not JSON", func() error {
+			_, err := c.Invoke(ctx, &nektev1.InvokeRequest{Cap: "sum", Input: []byte(`[1,`)})
+			return err
+		}, codes.InvalidArgument, schemas.CodeInvalidParams, "in"},
+		{"invoke input against the schema", func() error {
+			_, err := c.Invoke(ctx, &nektev1.InvokeRequest{Cap: "subtract", Input: []byte(`{"minuend":1}`)})
+			return err
+		}, codes.InvalidArgument, schemas.CodeInvalidParams, ""},
+		{"invoke duplicate member", func() error {
+			_, err := c.Invoke(ctx, &nektev1.InvokeRequest{Cap: "subtract", Input: []byte(`{"minuend":1,"minuend":2,"subtrahend":1}`)})
+			return err
+		}, codes.InvalidArgument, schemas.CodeInvalidRequest, ""},
+		{"invoke bad detail level", func() error {
+			_, err := c.Invoke(ctx, &nektev1.InvokeRequest{Cap: "sum", Input: []byte(`[1]`), Budget: &nektev1.TokenBudget{DetailLevel: "huge"}})
+			return err
+		}, codes.InvalidArgument, schemas.CodeInvalidParams, "budget.detail_level"},
+		{"task status unknown", func() error { _, err := c.TaskStatus(ctx, &nektev1.TaskStatusRequest{TaskId: "nope"}); return err },
+			codes.NotFound, schemas.CodeTaskNotFound, ""},
+		{"task cancel unknown", func() error { _, err := c.TaskCancel(ctx, &nektev1.TaskCancelRequest{TaskId: "nope"}); return err },
+			codes.NotFound, schemas.CodeTaskNotFound, ""},
+		{"task resume unknown", func() error { _, err := c.TaskResume(ctx, &nektev1.TaskResumeRequest{TaskId: "nope"}); return err },
+			codes.NotFound, schemas.CodeTaskNotFound, ""},
+		{"task status without id", func() error { _, err := c.TaskStatus(ctx, &nektev1.TaskStatusRequest{}); return err },
+			codes.InvalidArgument, schemas.CodeInvalidParams, "task_id"},
+		{"verify unknown", func() error {
+			_, err := c.Verify(ctx, &nektev1.VerifyRequest{TaskId: "nope", Checks: []string{"hash"}})
+			return err
+		}, codes.NotFound, schemas.CodeTaskNotFound, ""},
+		{"verify without checks", func() error { _, err := c.Verify(ctx, &nektev1.VerifyRequest{TaskId: "t"}); return err },
+			codes.InvalidArgument, schemas.CodeInvalidParams, "checks"},
+		{"context bad action", func() error {
+			_, err := c.Context(ctx, &nektev1.ContextRequest{Action: "steal", Envelope: &nektev1.ContextEnvelope{Id: "e"}})
+			return err
+		}, codes.InvalidArgument, schemas.CodeInvalidParams, "action"},
+		{"context without envelope", func() error { _, err := c.Context(ctx, &nektev1.ContextRequest{Action: "request"}); return err },
+			codes.InvalidArgument, schemas.CodeInvalidParams, "envelope.id"},
+		{"context data not JSON", func() error {
+			_, err := c.Context(ctx, &nektev1.ContextRequest{Action: "share", Envelope: &nektev1.ContextEnvelope{Id: "e", Data: []byte("{")}})
+			return err
+		}, codes.InvalidArgument, schemas.CodeInvalidParams, "envelope.data"},
+		{"delegate without task", func() error { return firstDelegateError(ctx, c, &nektev1.DelegateRequest{}) },
+			codes.InvalidArgument, schemas.CodeInvalidParams, "task.id"},
+		{"delegate with nothing matching", func() error {
+			return firstDelegateError(ctx, c, &nektev1.DelegateRequest{Task: &nektev1.Task{Id: "t-none", Desc: "zzzz qqqq"}})
+		}, codes.NotFound, schemas.CodeCapabilityNotFound, ""},
+		{"delegate context data not JSON", func() error {
+			return firstDelegateError(ctx, c, &nektev1.DelegateRequest{Task: &nektev1.Task{Id: "t-bad", Desc: "countdown"},
+				Context: &nektev1.ContextEnvelope{Id: "e", Data: []byte("nope")}})
+		}, codes.InvalidArgument, schemas.CodeInvalidParams, "context.data"},
+		{"delegate context not to be forwarded", func() error {
+			return firstDelegateError(ctx, c, &nektev1.DelegateRequest{Task: &nektev1.Task{Id: "t-fwd", Desc: "countdown"},
+				Context: &nektev1.ContextEnvelope{Id: "e", Data: []byte(`{"k":1}`), Permissions: &nektev1.ContextPermissions{}}})
+		}, codes.PermissionDenied, schemas.CodeContextPermissionDenied, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantNekteStatus(t, tt.call(), tt.code, tt.jsonrpc, tt.field)
+		})
+	}
+}
+
+// firstDelegateError opens a Delegate stream and returns the error its first receive
+// gets.
+func firstDelegateError(ctx context.Context, c nektev1.NekteClient, req *nektev1.DelegateRequest) error {
+	s, err := c.Delegate(ctx, req)
+	if err != nil {
+		return err
+	}
+	ev, err := s.Recv()
+	if err == nil {
+		return errors.New("got an event: " + ev.String())
+	}
+	return err
+}
+
+// delegateEventName is the name of a DelegateEvent's member.
+func delegateEventName(ev *nektev1.DelegateEvent) string {
+	m := ev.ProtoReflect()
+	fd := m.WhichOneof(m.Descriptor().Oneofs().ByName("event"))
+	if fd == nil {
+		return "none"
+	}
+	return string(fd.Name())
+}
+
+// recvEventsUntil receives events until one named last (included) and returns them.
+func recvEventsUntil(t *testing.T, s grpc.ServerStreamingClient[nektev1.DelegateEvent], last string) []*nektev1.DelegateEvent {
+	t.Helper()
+	var got []*nektev1.DelegateEvent
+	for {
+		ev, err := s.Recv()
+		if err != nil {
+			t.Fatalf("after %s: %v", eventNames(got), err)
+		}
+		got = append(got, ev)
+		if delegateEventName(ev) == last {
+			return got
+		}
+	}
+}
+
+func eventNames(evs []*nektev1.DelegateEvent) string {
+	out := make([]string, len(evs))
+	for i, ev := range evs {
+		out[i] = delegateEventName(ev)
+	}
+	return strings.Join(out, " ")
+}
+
+// wantStreamEnd checks that the stream ends cleanly.
+func wantStreamEnd(t *testing.T, s grpc.ServerStreamingClient[nektev1.DelegateEvent]) {
+	t.Helper()
+	if ev, err := s.Recv(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the final event: %v %v, want the end of the stream", ev, err)
+	}
+}
+
+func TestNekteGRPCDelegate(t *testing.T) {
+	w := startNekte(t)
+	ctx := nekteContext(t)
+	s, err := w.client.Delegate(ctx, &nektev1.DelegateRequest{Task: &nektev1.Task{Id: "t-1", Desc: "countdown", TimeoutMs: 60000,
+		Budget: &nektev1.TokenBudget{MaxTokens: 500, DetailLevel: "compact"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := recvEventsUntil(t, s, "progress")
+	checkProto(t, first[len(first)-1], `{"progress":{"processed":1,"total":3,"message":"three"}}`)
+	st, err := w.client.TaskStatus(ctx, &nektev1.TaskStatusRequest{TaskId: "t-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkProto(t, st, `{"task_id":"t-1","status":"running","progress_processed":1,"progress_total":3,"created_at":"X","updated_at":"X"}`)
+	if st.GetCreatedAt() < time.Now().Add(-time.Minute).UnixMilli() || st.GetUpdatedAt() < st.GetCreatedAt() {
+		t.Errorf("timestamps %d %d are not epoch milliseconds", st.GetCreatedAt(), st.GetUpdatedAt())
+	}
+	close(w.countdown.next(t).release)
+	rest := recvEventsUntil(t, s, "complete")
+	wantStreamEnd(t, s)
+	if got := eventNames(append(first, rest...)); got != "status_change status_change progress status_change complete" {
+		t.Errorf("events %s", got)
+	}
+	checkProto(t, rest[len(rest)-1], `{"complete":{"task_id":"t-1","output":{
+		"minimal":"left: 0, said: [3 items]","compact":{"left":0,"said":["three","two","one"]}},
+		"meta":{"tokens_used":"X"}}}`)
+
+	st, err = w.client.TaskStatus(ctx, &nektev1.TaskStatusRequest{TaskId: "t-1"})
+	if err != nil || st.GetStatus() != "completed" {
+		t.Fatalf("status after complete: %v %v", st, err)
+	}
+	v, err := w.client.Verify(ctx, &nektev1.VerifyRequest{TaskId: "t-1", Checks: []string{"hash", "source"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkProto(t, v, `{"task_id":"t-1","checks":["hash","source"],"status":"verified","data":{"task_id":"t-1","checks":["hash","source"],
+		"status":"verified","hash":"X","hash_valid":true,"source":{"capability":"countdown","kind":"builtin","source":"test","h":"X",
+		"input_sha256":"X","output_sha256":"X","created_at":"X","completed_at":"X","issuer":"gatehouse","alg":"EdDSA","kid":"X","receipt":"X"}}}`)
+	_, err = w.client.Verify(ctx, &nektev1.VerifyRequest{TaskId: "t-1", Checks: []string{"sample"}})
+	wantNekteStatus(t, err, codes.InvalidArgument, schemas.CodeInvalidParams, "checks") // countdown is not deterministic
+	_, err = w.client.TaskCancel(ctx, &nektev1.TaskCancelRequest{TaskId: "t-1"})
+	wantNekteStatus(t, err, codes.FailedPrecondition, schemas.CodeTaskNotCancellable, "")
+	_, err = w.client.TaskResume(ctx, &nektev1.TaskResumeRequest{TaskId: "t-1"})
+	wantNekteStatus(t, err, codes.FailedPrecondition, schemas.CodeTaskNotResumable, "")
+}
+
+func TestNekteGRPCVerifySample(t *testing.T) {
+	w := startNekte(t)
+	ctx := nekteContext(t)
+	s, err := w.client.Delegate(ctx, &nektev1.DelegateRequest{Task: &nektev1.Task{Id: "t-data", Desc: "get_data: the fixed list"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recvEventsUntil(t, s, "complete")
+	wantStreamEnd(t, s)
+	v, err := w.client.Verify(ctx, &nektev1.VerifyRequest{TaskId: "t-data", Checks: []string{"sample"},
+		Budget: &nektev1.TokenBudget{DetailLevel: "full"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkProto(t, v, `{"task_id":"t-data","checks":["sample"],"status":"verified","data":{"task_id":"t-data","checks":["sample"],
+		"status":"verified","sample":{"matched":true,"output_sha256":"X","out":["hello",5],"resolved_level":"full"}}}`)
+}
+
+func TestNekteGRPCTaskCancelMidStream(t *testing.T) {
+	w := startNekte(t)
+	ctx := nekteContext(t)
+	s, err := w.client.Delegate(ctx, &nektev1.DelegateRequest{Task: &nektev1.Task{Id: "t-2", Desc: "countdown"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recvEventsUntil(t, s, "progress")
+	run := w.countdown.next(t)
+	lc, err := w.client.TaskCancel(ctx, &nektev1.TaskCancelRequest{TaskId: "t-2", Reason: "changed my mind"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkProto(t, lc, `{"task_id":"t-2","status":"cancelled","previous_status":"running"}`)
+	evs := recvEventsUntil(t, s, "cancelled")
+	wantStreamEnd(t, s)
+	checkProto(t, evs[len(evs)-1], `{"cancelled":{"task_id":"t-2","reason":"changed my mind","previous_status":"running"}}`)
+	select {
+	case err := <-run.ended: // the backend call was cancelled for real
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the countdown ended with %v", err)
+		}
+	case <-time.After(nekteWaitLimit):
+		t.Fatal("the countdown was not cancelled")
+	}
+}
+
+func TestNekteGRPCDelegateOutlivesItsStream(t *testing.T) {
+	w := startNekte(t)
+	ctx := nekteContext(t)
+	streamCtx, hangUp := context.WithCancel(ctx)
+	s, err := w.client.Delegate(streamCtx, &nektev1.DelegateRequest{Task: &nektev1.Task{Id: "t-3", Desc: "countdown"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recvEventsUntil(t, s, "progress")
+	run := w.countdown.next(t)
+	hangUp()
+	if _, err := s.Recv(); status.Code(err) != codes.Canceled {
+		t.Fatalf("after hanging up: %v", err)
+	}
+	st, err := w.client.TaskStatus(ctx, &nektev1.TaskStatusRequest{TaskId: "t-3"})
+	if err != nil || st.GetStatus() != "running" {
+		t.Fatalf("status after hanging up: %v %v", st, err)
+	}
+	select {
+	case err := <-run.ended:
+		t.Fatalf("the countdown ended with the stream: %v", err)
+	default:
+	}
+	close(run.release)
+	waitFor(t, func() bool {
+		st, err := w.client.TaskStatus(ctx, &nektev1.TaskStatusRequest{TaskId: "t-3"})
+		return err == nil && st.GetStatus() == "completed"
+	})
+}
+
+func TestNekteGRPCTaskResume(t *testing.T) {
+	w := startNekte(t)
+	ctx := nekteContext(t)
+	s, err := w.client.Delegate(ctx, &nektev1.DelegateRequest{Task: &nektev1.Task{Id: "t-4", Desc: "countdown"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recvEventsUntil(t, s, "progress")
+	first := w.countdown.next(t)
+	_, err = w.client.TaskResume(ctx, &nektev1.TaskResumeRequest{TaskId: "t-4"})
+	wantNekteStatus(t, err, codes.FailedPrecondition, schemas.CodeTaskNotResumable, "")
+	// nekte.task.suspend is the gateway's own method, with no RPC of the reference binding:
+	// suspend over JSON-RPC as the same (anonymous) caller.
+	if _, _, body := w.ts.post(`{"jsonrpc":"2.0","method":"nekte.task.suspend","params":{"task_id":"t-4"},"id":1}`); !strings.Contains(body, `"suspended"`) {
+		t.Fatalf("suspend: %s", body)
+	}
+	select {
+	case <-first.ended: // suspending stops the backend call
+	case <-time.After(nekteWaitLimit):
+		t.Fatal("suspending did not stop the countdown")
+	}
+	evs := recvEventsUntil(t, s, "suspended")
+	checkProto(t, evs[len(evs)-1], `{"suspended":{"task_id":"t-4","checkpoint_available":true}}`)
+	lc, err := w.client.TaskResume(ctx, &nektev1.TaskResumeRequest{TaskId: "t-4", Budget: &nektev1.TokenBudget{MaxTokens: 50, DetailLevel: "minimal"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkProto(t, lc, `{"task_id":"t-4","status":"running","previous_status":"suspended"}`)
+	evs = recvEventsUntil(t, s, "resumed")
+	checkProto(t, evs[len(evs)-1], `{"resumed":{"task_id":"t-4","from_checkpoint":true}}`)
+	close(w.countdown.next(t).release)
+	evs = recvEventsUntil(t, s, "complete")
+	wantStreamEnd(t, s)
+	if c := evs[len(evs)-1].GetComplete(); c.GetTaskId() != "t-4" || c.GetOutput().GetMinimal() == "" {
+		t.Errorf("complete after resume: %v", c)
+	}
+}
+
+// TestNekteThroughGatewayService: what the binding has no RPC for — a task naming its
+// capability and input, re-attaching to a task's events — goes through
+// gatehouse.v1.GatewayService/InvokeStream, each message an {"event", "data"} object.
+func TestNekteThroughGatewayService(t *testing.T) {
+	w := startNekte(t)
+	ctx := nekteContext(t)
+	gw := gatehousev1.NewGatewayServiceClient(dialNekte(t, w.ts))
+	collect := func(method, params string) []string {
+		t.Helper()
+		s, err := gw.InvokeStream(ctx, &gatehousev1.InvokeStreamRequest{Method: method, Params: []byte(params)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for {
+			m, err := s.Recv()
+			if errors.Is(err, io.EOF) {
+				return got
+			}
+			if err != nil {
+				t.Fatalf("%s after %v: %v", method, got, err)
+			}
+			var ev struct {
+				Event string `json:"event"`
+			}
+			if err := json.Unmarshal(m.GetMessage(), &ev); err != nil || ev.Event == "" {
+				t.Fatalf("message %s", m.GetMessage())
+			}
+			got = append(got, ev.Event)
+		}
+	}
+	delegated := collect("nekte.delegate", `{"task":{"id":"t-gw","desc":"","cap":"sum","in":[1,2,3]}}`)
+	if last := delegated[len(delegated)-1]; last != "complete" {
+		t.Fatalf("delegate events %v", delegated)
+	}
+	if again := collect("nekte.task.stream", `{"task_id":"t-gw"}`); strings.Join(again, " ") != strings.Join(delegated, " ") {
+		t.Fatalf("re-attached: %v, want %v", again, delegated)
+	}
+	st, err := w.client.TaskStatus(ctx, &nektev1.TaskStatusRequest{TaskId: "t-gw"})
+	if err != nil || st.GetStatus() != "completed" {
+		t.Fatalf("status: %v %v", st, err)
+	}
+}
+
+func TestNekteGRPCContext(t *testing.T) {
+	w := startNekte(t)
+	ctx := nekteContext(t)
+	steps := []struct {
+		name string
+		req  *nektev1.ContextRequest
+		want string
+	}{
+		{"share", &nektev1.ContextRequest{Action: "share", Envelope: &nektev1.ContextEnvelope{Id: "notes", Data: []byte(`{"topic":"budgets"}`),
+			Compression: "none", Permissions: &nektev1.ContextPermissions{Forward: true, Persist: true}, TtlS: 600, BudgetHint: 12}},
+			`{"id":"notes","status":"stored","envelope":{"id":"notes","ttl_s":600}}`},
+		{"request", &nektev1.ContextRequest{Action: "request", Envelope: &nektev1.ContextEnvelope{Id: "notes"}},
+			`{"id":"notes","envelope":{"id":"notes","data":{"topic":"budgets"},"compression":"none",
+			 "permissions":{"forward":true,"persist":true},"ttl_s":600,"budget_hint":12}}`},
+		{"revoke", &nektev1.ContextRequest{Action: "revoke", Envelope: &nektev1.ContextEnvelope{Id: "notes"}},
+			`{"id":"notes","status":"revoked"}`},
+		{"request after revoke", &nektev1.ContextRequest{Action: "request", Envelope: &nektev1.ContextEnvelope{Id: "notes"}},
+			`{"id":"notes","status":"not_found"}`},
+		{"revoke again", &nektev1.ContextRequest{Action: "revoke", Envelope: &nektev1.ContextEnvelope{Id: "notes"}},
+			`{"id":"notes","status":"not_found"}`},
+	}
+	for _, st := range steps {
+		resp, err := w.client.Context(ctx, st.req)
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		t.Run(st.name, func(t *testing.T) { checkProto(t, resp, st.want) })
+	}
+	// A delegate may refer to a shared envelope by id: once revoked, it is gone.
+	err := firstDelegateError(ctx, w.client, &nektev1.DelegateRequest{Task: &nektev1.Task{Id: "t-ctx", Desc: "countdown"},
+		Context: &nektev1.ContextEnvelope{Id: "notes"}})
+	wantNekteStatus(t, err, codes.NotFound, schemas.CodeContextExpired, "")
+}
+
+// TestNekteGRPCDisabled: without a target serving nekte.*, every RPC answers
+// UNIMPLEMENTED saying so.
+func TestNekteGRPCDisabled(t *testing.T) {
+	ts := start(t, nekteGRPCConfig, nil)
+	c := nektev1.NewNekteClient(dialNekte(t, ts))
+	ctx := nekteContext(t)
+	calls := map[string]func() error{
+		"Discover": func() error { _, err := c.Discover(ctx, &nektev1.DiscoverRequest{}); return err },
+		"Invoke":   func() error { _, err := c.Invoke(ctx, &nektev1.InvokeRequest{Cap: "sum"}); return err },
+		"Delegate": func() error {
+			return firstDelegateError(ctx, c, &nektev1.DelegateRequest{Task: &nektev1.Task{Id: "t"}})
+		},
+		"Context":    func() error { _, err := c.Context(ctx, &nektev1.ContextRequest{Action: "request"}); return err },
+		"Verify":     func() error { _, err := c.Verify(ctx, &nektev1.VerifyRequest{TaskId: "t"}); return err },
+		"TaskCancel": func() error { _, err := c.TaskCancel(ctx, &nektev1.TaskCancelRequest{TaskId: "t"}); return err },
+		"TaskResume": func() error { _, err := c.TaskResume(ctx, &nektev1.TaskResumeRequest{TaskId: "t"}); return err },
+		"TaskStatus": func() error { _, err := c.TaskStatus(ctx, &nektev1.TaskStatusRequest{TaskId: "t"}); return err },
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			err := call()
+			wantNekteStatus(t, err, codes.Unimplemented, schemas.CodeMethodNotFound, "")
+			if !strings.Contains(status.Convert(err).Message(), "NEKTE is not enabled") {
+				t.Errorf("message %q", status.Convert(err).Message())
+			}
+		})
+	}
+}
+
+// TestDelegateEventMapping maps every event of a delegate stream to its DelegateEvent
+// member.
+func TestDelegateEventMapping(t *testing.T) {
+	tests := []struct {
+		msg, want string
+	}{
+		{`{"event":"progress","data":{"processed":2,"total":5,"message":"two"}}`, `{"progress":{"processed":2,"total":5,"message":"two"}}`},
+		{`{"event":"partial","data":{"out":{"rows":[1]},"resolved_level":"compact"}}`, `{"partial":{"output":{"rows":[1]},"resolved_level":"compact"}}`},
+		{`{"event":"partial","data":{"out":null}}`, `{"partial":{"output":null}}`},
+		{`{"event":"complete","data":{"task_id":"t","status":"completed","out":{"minimal":"ok","compact":{"a":1},"full":{"a":1,"b":2}},"meta":{"ms":4,"tokens_used":9}}}`,
+			`{"complete":{"task_id":"t","output":{"minimal":"ok","compact":{"a":1},"full":{"a":1,"b":2}},"meta":{"tokens_used":"X"}}}`},
+		{`{"event":"complete","data":{"task_id":"t","status":"completed","out":{}}}`, `{"complete":{"task_id":"t","output":{}}}`},
+		{`{"event":"error","data":{"task_id":"t","code":-32006,"message":"Task timed out"}}`, `{"error":{"task_id":"t","code":-32006,"message":"Task timed out"}}`},
+		{`{"event":"cancelled","data":{"task_id":"t","reason":"r","previous_status":"suspended"}}`, `{"cancelled":{"task_id":"t","reason":"r","previous_status":"suspended"}}`},
+		{`{"event":"suspended","data":{"task_id":"t","checkpoint_available":true}}`, `{"suspended":{"task_id":"t","checkpoint_available":true}}`},
+		{`{"event":"resumed","data":{"task_id":"t","from_checkpoint":false}}`, `{"resumed":{"task_id":"t"}}`},
+		{`{"event":"status_change","data":{"task_id":"t","from":"accepted","to":"running","reason":"go"}}`,
+			`{"status_change":{"task_id":"t","from_status":"accepted","to_status":"running","reason":"go"}}`},
+		{`{"event":"progress","data":{"processed":3000000000,"total":1}}`, `{"progress":{"processed":2147483647,"total":1}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.msg, func(t *testing.T) {
+			ev, err := delegateEvent([]byte(tt.msg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkProto(t, ev, tt.want)
+			if m := ev.GetComplete().GetMeta(); m != nil && (m.GetMs() != 4 || m.GetTokensUsed() != 9) {
+				t.Errorf("meta %v, want ms 4 and tokens_used 9", m)
+			}
+		})
+	}
+	if ev, err := delegateEvent([]byte(`{"event":"heartbeat","data":{}}`)); ev != nil || err != nil {
+		t.Errorf("an event with no member: %v %v, want it skipped", ev, err)
+	}
+	for _, bad := range []string{`{"event":"progress","data":{"processed":"x"}}`, `{"data":{}}`, `not json`} {
+		if _, err := delegateEvent([]byte(bad)); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+// TestDiscoverFilterParams: zero fields are left out, an empty filter is no filter, and a
+// float32 threshold keeps the digits it was written with.
+func TestDiscoverFilterParams(t *testing.T) {
+	tests := []struct {
+		filter *nektev1.DiscoverFilter
+		want   string
+	}{
+		{nil, `{"level":1}`},
+		{&nektev1.DiscoverFilter{}, `{"level":1}`},
+		{&nektev1.DiscoverFilter{Category: "demo"}, `{"level":1,"filter":{"category":"demo"}}`},
+		{&nektev1.DiscoverFilter{Query: "sum", TopK: 3, Threshold: 0.3}, `{"level":1,"filter":{"query":"sum","top_k":3,"threshold":0.3}}`},
+		{&nektev1.DiscoverFilter{Id: "sum", Threshold: 0.05}, `{"level":1,"filter":{"id":"sum","threshold":0.05}}`},
+	}
+	for _, tt := range tests {
+		got, err := json.Marshal(discoverParams{Level: 1, Filter: discoverFilter(tt.filter)})
+		if err != nil || string(got) != tt.want {
+			t.Errorf("%v: %s %v, want %s", tt.filter, got, err, tt.want)
+		}
+	}
+}
