@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/auth"
 	nk "github.com/gatehouse-dev/gatehouse/codecs/nekte"
@@ -317,4 +318,13 @@ func (c nekteCatalog) Invoke(ctx context.Context, inv capability.Invoker, p nk.I
 		return nil, errNoCatalog
 	}
 	return reg.Invoke(ctx, inv, p)
+}
+
+// Observe implements nekte.Catalog.
+func (c nekteCatalog) Observe(id string, d time.Duration, tokens int) {
+	reg, release := c.current()
+	defer release()
+	if reg != nil {
+		reg.Observe(id, d, tokens)
+	}
 }

@@ -53,6 +53,10 @@ func TestDelegateHappyPathFrames(t *testing.T) {
 	if p := m["progress"].(map[string]any); p["processed"] != 2.0 || p["total"] != 2.0 {
 		t.Fatalf("progress %v", p)
 	}
+	// The completed task feeds the capability's cost hint, as nekte.invoke does.
+	if got := e.catalog.observations(); len(got) != 1 || got[0].id != "steps" || got[0].tokens != tokens {
+		t.Fatalf("observed %+v; want one observation of steps with %d tokens", got, tokens)
+	}
 }
 
 // sliceStream is a streamed result of fixed messages.

@@ -354,6 +354,9 @@ func (x *execution) complete(ctx context.Context, value json.RawMessage) {
 		r.emit(nk.CompleteEvent{TaskID: r.ID, Out: out, Meta: &nk.Meta{Ms: r.ElapsedMs, TokensUsed: tokens}})
 		return nil
 	})
+	if err == nil {
+		x.s.catalog.Observe(x.cap.ID, time.Duration(r.ElapsedMs)*time.Millisecond, tokens)
+	}
 	x.ended(ctx, r, err)
 }
 

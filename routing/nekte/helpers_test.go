@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -49,8 +50,28 @@ type behaviour func(ctx context.Context, input json.RawMessage) (*gateway.Result
 // fakeCatalog is a Catalog over a fixed set of capabilities. Match returns the
 // capability whose id occurs in the query.
 type fakeCatalog struct {
-	mu   sync.Mutex
-	caps map[string]capability.Capability
+	mu       sync.Mutex
+	caps     map[string]capability.Capability
+	observed []observation
+}
+
+// observation is one Observe call.
+type observation struct {
+	id     string
+	d      time.Duration
+	tokens int
+}
+
+func (f *fakeCatalog) Observe(id string, d time.Duration, tokens int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.observed = append(f.observed, observation{id, d, tokens})
+}
+
+func (f *fakeCatalog) observations() []observation {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.observed)
 }
 
 func (f *fakeCatalog) add(c capability.Capability) {

@@ -28,6 +28,9 @@ type Catalog interface {
 	// Invoke answers nekte.invoke, running the capability on inv with the caller in ctx.
 	// On return, the result is non-nil iff err is nil.
 	Invoke(ctx context.Context, inv capability.Invoker, p nk.InvokeParams) (*nk.InvokeResult, error)
+	// Observe records one completed task of capability id (its running time and the tokens
+	// of the result it returned) in the capability's cost hint.
+	Observe(id string, d time.Duration, tokens int)
 }
 
 // Options are what a Service is built from beside its Config.
