@@ -1,5 +1,30 @@
-// Package auth authenticates callers before any payload is decoded and, as it grows,
-// authorizes calls, narrows scopes for downstream tokens, and handles revocation and
-// approvals. Today it provides the anonymous mode the embedded demo configuration uses:
-// callers without a credential are admitted as "anonymous", by default only from loopback.
+// Package auth authenticates callers before any payload is decoded, and holds the
+// gateway's own signing keys. Policy, scope narrowing, revocation and approvals build on it.
+//
+// # Inbound
+//
+// [Open] builds an [Authenticator] (a gateway.Authenticator) from the auth section:
+//
+//   - bearer JWTs of configured issuers ([IssuerConfig]). A token is refused before it is
+//     parsed when longer than max_token_bytes; its header and claims are decoded strictly
+//     (duplicate member names, and case variants of registered claims such as "Exp", are
+//     refused, unlike encoding/json's struct decoding). Its iss chooses the issuer, whose keys
+//     — from a JWKS URL (fetched with keyfunc, cached, refreshed on schedule and, rate
+//     limited, on an unknown kid), a JWKS file, PEM files or a development secret — each
+//     verify only the algorithms pinned to them: "none" never, HMAC only with a secret.
+//     Headers naming keys (jku, x5u, jwk, x5c) are never used. Then exp (required), nbf and
+//     iat with leeway, aud, sub and the required claims are checked, and the scopes (scope,
+//     scp) and tier read;
+//   - API keys, configured as SHA-256 hashes and compared in constant time;
+//   - anonymous access, loopback-only by default.
+//
+// Every refusal is the AUTHENTICATION_FAILED (4001) error with a [Reason] in error.data; no
+// error, log line or datum ever carries the credential.
+//
+// # Outbound
+//
+// [OpenKeyRing] builds the gateway's [KeyRing]: Ed25519 or P-256 keys from files or
+// generated, kept in a [KeyStore] (the state store) and rotated with an overlap so no token
+// stops verifying before it expires. [KeyRing.Mint] signs downstream tokens, [KeyRing.JWKS]
+// publishes the public keys, [KeyRing.Verifier] verifies what the ring signed.
 package auth

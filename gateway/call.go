@@ -60,6 +60,11 @@ type Principal struct {
 	Tier string
 	// Anonymous is true when no credential was presented and anonymous access was allowed.
 	Anonymous bool
+	// Claims are the verified claims of the caller's token, as decoded from its JSON payload
+	// (strings, bool, nil, json.Number, []any, map[string]any), for policies that decide on
+	// claims other than the subject and scopes; nil for callers without a token (API keys,
+	// anonymous). The map is shared: it must not be modified.
+	Claims map[string]any
 }
 
 // Credentials are what a face extracted from the transport before decoding any payload.

@@ -5,6 +5,7 @@
 //	gatehouse validate --config FILE
 //	gatehouse demo-grpc [--addr ADDR]
 //	gatehouse demo-mcp
+//	gatehouse token --key FILE --sub NAME [--scope "a b"] [--aud A]... [--iss I] [--ttl 1h] [--kid K] [--claim N=V]...
 //	gatehouse version
 package main
 
@@ -40,6 +41,8 @@ const usage = `usage:
   gatehouse validate --config FILE
   gatehouse demo-grpc [--addr ADDR]   the demo calculator.v1 gRPC backend on its own
   gatehouse demo-mcp                  the demo MCP server (the conformance fixtures) over stdio
+  gatehouse token --key FILE --sub NAME [--scope "a b"] [--aud A]... [--iss I] [--ttl 1h] [--kid K] [--claim N=V]...
+                                      mint a development JWT signed with a private key (docs/auth.md)
   gatehouse version
 `
 
@@ -60,6 +63,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return demoGRPC(args[1:], stderr)
 	case "demo-mcp":
 		return demoMCP(args[1:], stderr)
+	case "token":
+		return token(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "gatehouse", buildVersion())
 		return 0

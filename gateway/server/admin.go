@@ -9,13 +9,15 @@ import (
 
 const statusKey = "status"
 
-// adminHandler returns the handler of the operator listener.
+// adminHandler returns the handler of the operator listener: probes, and the admin
+// JSON-RPC API at POST /rpc.
 func (s *Server) adminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSONStatus(w, http.StatusOK, map[string]any{statusKey: "ok"})
 	})
 	mux.HandleFunc("GET /readyz", s.handleReady)
+	mux.HandleFunc("POST /rpc", s.handleAdminRPC) // admin JSON-RPC: admin.approvals.* (approvaladmin.go)
 	return mux
 }
 

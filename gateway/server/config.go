@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/auth"
+	"github.com/gatehouse-dev/gatehouse/auth/policy"
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/configs"
 	"github.com/gatehouse-dev/gatehouse/gateway/config"
@@ -32,9 +33,17 @@ type Config struct {
 	Routing   routing.Config            `yaml:"routing" json:"routing"`
 	Log       observability.LogConfig   `yaml:"log" json:"log"`
 	State     state.Config              `yaml:"state" json:"state"`
+	// Policy is the authorization policy (auth/policy); absent, the policy stage is not in
+	// the chain.
+	Policy *policy.Config `yaml:"policy" json:"policy,omitempty"`
+	// Approvals governs calls the policy holds for a human's approval (approval.go); it
+	// takes effect whenever Policy is set, with defaults when absent.
+	Approvals ApprovalsConfig `yaml:"approvals" json:"approvals,omitzero"`
 
 	// file is where the configuration was read from ("" for the embedded default).
 	file string
+	// policy is Policy compiled by validate, so a reload builds it once, beside the old one.
+	policy *policy.Engine
 }
 
 // ServerConfig is the server section: listeners and process lifecycle. Listener settings
@@ -65,7 +74,8 @@ type BoundaryConfig struct {
 	IdleTimeout  time.Duration `yaml:"idle_timeout" json:"idle_timeout,omitempty"`
 }
 
-// AdminConfig is the operator listener (/healthz, /readyz).
+// AdminConfig is the operator listener: /healthz, /readyz and the admin JSON-RPC methods at
+// POST /rpc (admin.approvals.*).
 type AdminConfig struct {
 	Addr string `yaml:"addr" json:"addr,omitempty"`
 }
@@ -171,6 +181,7 @@ func (c *Config) applyDefaults() {
 		setDefault(&ws.InputQueue, DefaultWSInputQueue)
 	}
 	c.Deadline = c.Deadline.WithDefaults()
+	c.Approvals = c.Approvals.withDefaults()
 }
 
 func setDefault[T comparable](p *T, def T) {
@@ -223,6 +234,13 @@ func (c *Config) validate(doc *config.Document) config.ErrorList {
 	if err := c.Log.Validate(); err != nil {
 		bad("log", "%v", err)
 	}
+	if err := c.Auth.Validate(); err != nil {
+		bad("auth", "%v", err)
+	}
+	for _, p := range c.compilePolicy() {
+		bad(p.Path, "%s", p.Msg)
+	}
+	errs = append(errs, c.Approvals.validate(doc)...)
 	if err := c.Routing.Validate(); err != nil {
 		bad("routing", "%v", err)
 	}

@@ -72,6 +72,7 @@ type principalKey struct{}
 func newMCPFace(s *Server, cfg MCPFaceConfig, version string) *mcpFace {
 	f := &mcpFace{s: s, subs: newSubscriptions(), localOnly: cfg.localOnly()}
 	hooks := f.hooks()
+	hooks.AddAfterListTools(f.visibleTools) // tools/list shows the caller what the policy lets it reach
 	f.srv = mcpserver.NewMCPServer("gatehouse", version,
 		mcpserver.WithToolCapabilities(true),
 		mcpserver.WithResourceCapabilities(true, true),

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
-	"reflect"
 	"strings"
 	"time"
 
@@ -194,7 +193,8 @@ func (rt *runtime) routeNekte(svc *nekteCore) error {
 		return fmt.Errorf("nekte.catalog: %w", err)
 	}
 	rt.catalog = reg
-	route := &nekteRoute{nekteCore: svc, catalog: reg, endpoint: cfg.Endpoint, auth: cardAuth(rt.cfg.Auth)}
+	route := &nekteRoute{nekteCore: svc, catalog: reg, endpoint: cfg.Endpoint, auth: cardAuth(rt.cfg.Auth),
+		visibility: newVisibility(rt.cfg, rt.table)}
 	methods, _ := svc.svc.Routes()
 	for _, m := range methods {
 		if err := rt.table.Add(m, route); err != nil {
@@ -227,23 +227,35 @@ func (rt *runtime) noteCatalogVersion(v string) {
 }
 
 // nekteRoute is what one configuration routes the nekte.* methods to: the process's
-// service, and that configuration's agent card.
+// service, and that configuration's agent card and view of the catalog per caller.
 type nekteRoute struct {
 	*nekteCore
-	catalog  *capability.Registry
-	endpoint string // nekte.endpoint; "" announces the endpoint the card's request addressed
-	auth     nk.Auth
+	catalog    *capability.Registry
+	endpoint   string // nekte.endpoint; "" announces the endpoint the card's request addressed
+	auth       nk.Auth
+	visibility *visibility
 }
 
 var _ agentCardProvider = (*nekteRoute)(nil)
 
+// Invoke implements gateway.Target. Under a policy, nekte.discover lists only what the
+// caller may reach (visibility.discover); every other method, and nekte.discover without
+// a policy section, goes to the service.
+func (r *nekteRoute) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
+	if call.Method == nk.MethodDiscover && r.visibility.filters() {
+		return r.visibility.discover(r.catalog, call)
+	}
+	return r.nekteCore.Invoke(ctx, call)
+}
+
 // AgentCard implements agentCardProvider: the catalog's card, announcing nekte.endpoint
-// when configured and the authentication the configuration asks for.
+// when configured and the authentication the configuration asks for. The card is served
+// to anyone, so under a policy it lists only what a caller without credentials may see.
 func (r *nekteRoute) AgentCard(endpoint string) ([]byte, error) {
 	if r.endpoint != "" {
 		endpoint = r.endpoint
 	}
-	card := r.catalog.Card(endpoint)
+	card := r.catalog.CardFor(endpoint, r.visibility.anonymous())
 	card.Auth = r.auth
 	return json.Marshal(card)
 }
@@ -252,7 +264,7 @@ func (r *nekteRoute) AgentCard(endpoint string) ([]byte, error) {
 // anonymous access is the only method configured, "bearer" otherwise (callers present a
 // bearer token).
 func cardAuth(c auth.Config) nk.Auth {
-	if c.Anonymous != nil && reflect.DeepEqual(c, auth.Config{Anonymous: c.Anonymous}) {
+	if c.AnonymousOnly() {
 		return nk.AuthNone
 	}
 	return nk.AuthBearer

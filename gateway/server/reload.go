@@ -22,7 +22,7 @@ func (s *Server) Reload(cfg *Config) error {
 }
 
 func (s *Server) reloadLocked(cfg *Config) error {
-	rt, err := buildRuntime(cfg, s.log, s.opts.Now, s.opts.Targets)
+	rt, err := buildRuntime(cfg, s.log, s.opts.Now, s.opts.Targets, s.kv)
 	if err != nil {
 		return fmt.Errorf("building configuration: %w", err)
 	}

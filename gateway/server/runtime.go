@@ -11,6 +11,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/auth"
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/gateway/state"
 	"github.com/gatehouse-dev/gatehouse/routing"
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
 )
@@ -21,10 +22,12 @@ type runtime struct {
 	cfg     *Config
 	handler gateway.Handler
 	auth    gateway.Authenticator
-	table   *routing.Table
-	limits  jsonrpc.Limits
-	log     *slog.Logger
-	now     func() time.Time
+	// authn is auth's concrete type, closed with the runtime (it stops JWKS refreshers).
+	authn  *auth.Authenticator
+	table  *routing.Table
+	limits jsonrpc.Limits
+	log    *slog.Logger
+	now    func() time.Time
 	// catalog is the NEKTE capability catalog of this configuration, nil when NEKTE is off;
 	// catalogSeen is its version whose problems were logged last.
 	catalog     *capability.Registry
@@ -38,33 +41,41 @@ type runtime struct {
 // buildRuntime builds a runtime from cfg; extra targets (used by tests and embedders) are
 // routed beside the configured ones. The process's NEKTE service, when extra carries it,
 // is routed when cfg has a nekte section, with a capability catalog built from every
-// other target (routeNekte).
-func buildRuntime(cfg *Config, log *slog.Logger, now func() time.Time, extra map[string]gateway.Target) (*runtime, error) {
+// other target (routeNekte). kv is the process's state store, which the approval stage
+// keeps pending approvals in.
+func buildRuntime(cfg *Config, log *slog.Logger, now func() time.Time, extra map[string]gateway.Target, kv state.KV) (*runtime, error) {
 	svc, extra := splitNekte(extra)
 	routes, err := newMCPRoutes(cfg.Routing.MCP)
 	if err != nil {
 		return nil, err
 	}
-	table, err := routing.Build(cfg.Routing, routing.BuildOptions{Logger: log, Now: now, MCP: routes.options()})
+	// The authenticator is opened first: a configuration whose keys cannot be read (a
+	// missing PEM file, a bad JWKS file) is refused, at startup and on reload.
+	authn, err := auth.Open(context.Background(), cfg.Auth, auth.Options{Logger: log, Now: now})
 	if err != nil {
 		return nil, err
 	}
+	table, err := routing.Build(cfg.Routing, routing.BuildOptions{Logger: log, Now: now, MCP: routes.options()})
+	if err != nil {
+		return nil, errors.Join(err, authn.Close())
+	}
 	for method, t := range extra {
 		if err := table.Add(method, t); err != nil {
-			return nil, errors.Join(err, table.Close())
+			return nil, errors.Join(err, table.Close(), authn.Close())
 		}
 	}
 	rt := &runtime{
 		cfg:     cfg,
-		handler: pipeline(cfg, table, now),
-		auth:    auth.New(cfg.Auth),
+		handler: pipeline(cfg, table, now, kv, log),
+		auth:    authn,
+		authn:   authn,
 		table:   table,
 		limits:  jsonrpc.Limits{MaxDepth: cfg.JSONRPC.MaxDepth, MaxStringBytes: cfg.JSONRPC.MaxStringBytes},
 		log:     log,
 		now:     now,
 	}
 	if err := rt.routeNekte(svc); err != nil {
-		return nil, errors.Join(err, table.Close())
+		return nil, errors.Join(err, table.Close(), authn.Close())
 	}
 	routes.bind(rt) // routed sampling and elicitation methods run in this configuration
 	return rt, nil
@@ -90,6 +101,9 @@ func (rt *runtime) close() {
 	rt.closeOnce.Do(func() {
 		if err := rt.table.Close(); err != nil {
 			rt.log.Warn("closing targets of the replaced configuration", "err", err)
+		}
+		if err := rt.authn.Close(); err != nil {
+			rt.log.Warn("closing the authenticator of the replaced configuration", "err", err)
 		}
 	})
 }

@@ -137,7 +137,7 @@ func newServer(cfg *Config, opts Options) (*Server, error) {
 		s.closeState()
 		return nil, err
 	}
-	rt, err := buildRuntime(cfg, s.log, opts.Now, s.opts.Targets)
+	rt, err := buildRuntime(cfg, s.log, opts.Now, s.opts.Targets, s.kv)
 	if err != nil {
 		s.closeNekte(context.Background())
 		s.closeState()

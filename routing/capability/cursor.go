@@ -8,8 +8,9 @@ import (
 )
 
 // cursor is where a listing continues: the catalog version and the filter it was made
-// for, and the offset of the next capability. On the wire it is opaque: base64url of
-// "c1|<version>|<filter>|<offset>".
+// for (filterKey, followed by the fingerprint of the caller's view when it hides
+// anything), and the offset of the next capability. On the wire it is opaque: base64url
+// of "c1|<version>|<filter>|<offset>".
 type cursor struct {
 	version, filter string
 	offset          int

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strconv"
+	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/nekte"
 )
@@ -37,6 +38,14 @@ type DiscoverOptions struct {
 	Limit int `json:"limit,omitempty"`
 	// Shape is "standard" (the default) or "compact" (level 0 only).
 	Shape Shape `json:"shape,omitempty"`
+	// Visible, when set, reports whether the caller may see a capability; nil shows every
+	// one. It is never read from params: the server sets it from its policy. Hidden
+	// capabilities are left out before the filter, the search, top_k and paging apply, so
+	// counts and pages are those of the caller's view, and a cursor is bound to that view
+	// (a fingerprint of the ids it hides): presented by a caller who sees other
+	// capabilities it is refused with INVALID_PARAMS. Offsets only ever index
+	// the presenting caller's own view, so no cursor reveals what another caller sees.
+	Visible func(Capability) bool `json:"-"`
 }
 
 var _ nekte.Params = (*DiscoverOptions)(nil)
@@ -87,8 +96,8 @@ func (r *Registry) Discover(p nekte.DiscoverParams) (json.RawMessage, error) {
 // from config when absent or 0; see the package doc for the score). Without a query the
 // capabilities are in id order. A page holds Limit capabilities (else discover.page_size;
 // 0 is all); next_cursor is set when more follow. A cursor from another catalog version
-// (the catalog changed) or for another filter is refused with INVALID_PARAMS. Errors are
-// *gateway.Error values.
+// (the catalog changed), for another filter or for another view (o.Visible) is refused
+// with INVALID_PARAMS. Errors are *gateway.Error values.
 func (r *Registry) DiscoverWith(p nekte.DiscoverParams, o DiscoverOptions) (json.RawMessage, error) {
 	if err := p.Validate(); err != nil {
 		return nil, paramError(err)
@@ -100,8 +109,9 @@ func (r *Registry) DiscoverWith(p nekte.DiscoverParams, o DiscoverOptions) (json
 		return nil, invalidParams("shape", `"compact" is a shape of level 0`)
 	}
 	s := r.current()
-	list := s.filter(p.Filter, &r.cfg)
-	query := filterKey(p.Filter)
+	v := s.viewOf(o.Visible)
+	list := s.filter(p.Filter, &r.cfg, v)
+	query := filterKey(p.Filter) + v.fingerprint()
 	start := 0
 	if o.Cursor != "" {
 		c, err := decodeCursor(o.Cursor)
@@ -111,8 +121,10 @@ func (r *Registry) DiscoverWith(p nekte.DiscoverParams, o DiscoverOptions) (json
 		case c.version != s.version:
 			return nil, invalidParams("cursor", "is stale: the catalog changed since it was issued; discover again without a cursor").
 				With("recovery_hint", "RESTART_DISCOVERY")
-		case c.filter != query:
+		case !strings.HasPrefix(c.filter, query[:filterKeyLen]):
 			return nil, invalidParams("cursor", "was issued for another filter")
+		case c.filter != query:
+			return nil, invalidParams("cursor", "was issued for a caller who sees other capabilities; discover again without a cursor")
 		}
 		start = min(c.offset, len(list))
 	}
@@ -149,20 +161,21 @@ func resultSize(level int, page []*entry) int {
 
 const reasonNotCursor = "is not a cursor this gateway issued"
 
-// filter returns the entries f keeps, ranked when it has a query.
-func (s *snapshot) filter(f *nekte.DiscoverFilter, cfg *Config) []*entry {
+// filter returns the entries f keeps of those v shows, ranked when it has a query.
+func (s *snapshot) filter(f *nekte.DiscoverFilter, cfg *Config, v *view) []*entry {
 	if f == nil || (f.Category == "" && f.ID == "" && f.Query == "" && f.TopK == 0) {
-		return s.entries
+		return s.visibleEntries(v)
 	}
-	keep := func(e *entry) bool {
-		return (f.Category == "" || e.Category == f.Category) && (f.ID == "" || e.ID == f.ID)
+	keep := func(i int) bool {
+		e := s.entries[i]
+		return v.shows(i) && (f.Category == "" || e.Category == f.Category) && (f.ID == "" || e.ID == f.ID)
 	}
 	if f.Query != "" {
 		threshold := f.Threshold
 		if threshold == 0 {
 			threshold = cfg.threshold()
 		}
-		hits := s.index.search(f.Query, func(i int) bool { return keep(s.entries[i]) }, cmp.Or(f.TopK, cfg.Search.TopK), threshold)
+		hits := s.index.search(f.Query, keep, cmp.Or(f.TopK, cfg.Search.TopK), threshold)
 		out := make([]*entry, len(hits))
 		for i, h := range hits {
 			out[i] = s.entries[h.doc]
@@ -171,12 +184,12 @@ func (s *snapshot) filter(f *nekte.DiscoverFilter, cfg *Config) []*entry {
 	}
 	var out []*entry
 	if f.ID != "" {
-		if e, ok := s.byID[f.ID]; ok && keep(e) {
-			out = append(out, e)
+		if i := s.indexOf(f.ID); i >= 0 && keep(i) {
+			out = append(out, s.entries[i])
 		}
 	} else {
-		for _, e := range s.entries {
-			if keep(e) {
+		for i, e := range s.entries {
+			if keep(i) {
 				out = append(out, e)
 			}
 		}
@@ -187,7 +200,11 @@ func (s *snapshot) filter(f *nekte.DiscoverFilter, cfg *Config) []*entry {
 	return out
 }
 
-// filterKey identifies a filter in cursors.
+// filterKeyLen is the length of a filterKey.
+const filterKeyLen = 8
+
+// filterKey identifies a filter in cursors. A cursor's filter part is the filterKey
+// followed by the fingerprint of the caller's view ("" for a view of everything).
 func filterKey(f *nekte.DiscoverFilter) string {
 	if f == nil {
 		f = &nekte.DiscoverFilter{}
@@ -197,5 +214,5 @@ func filterKey(f *nekte.DiscoverFilter) string {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
-	return hex.EncodeToString(h.Sum(nil))[:8]
+	return hex.EncodeToString(h.Sum(nil))[:filterKeyLen]
 }

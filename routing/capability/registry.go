@@ -126,11 +126,17 @@ func (r *Registry) Capabilities() []Capability {
 
 // Card returns the agent card of the gateway served at endpoint: the agent name, the ids
 // of every capability, budget support. Auth is AuthNone; the server sets it from its
-// authentication configuration.
-func (r *Registry) Card(endpoint string) nekte.AgentCard {
+// authentication configuration. It is CardFor with no visibility filter.
+func (r *Registry) Card(endpoint string) nekte.AgentCard { return r.CardFor(endpoint, nil) }
+
+// CardFor is Card listing only the capabilities visible reports true for (nil: all), in
+// id order. The server passes what a caller without credentials may see, since the card
+// is served to anyone.
+func (r *Registry) CardFor(endpoint string, visible func(Capability) bool) nekte.AgentCard {
 	s := r.current()
-	ids := make([]string, len(s.entries))
-	for i, e := range s.entries {
+	shown := s.visibleEntries(s.viewOf(visible))
+	ids := make([]string, len(shown))
+	for i, e := range shown {
 		ids[i] = e.ID
 	}
 	return nekte.AgentCard{

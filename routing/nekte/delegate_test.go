@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/nekte"
 	"github.com/gatehouse-dev/gatehouse/gateway"
@@ -53,9 +54,16 @@ func TestDelegateHappyPathFrames(t *testing.T) {
 	if p := m["progress"].(map[string]any); p["processed"] != 2.0 || p["total"] != 2.0 {
 		t.Fatalf("progress %v", p)
 	}
-	// The completed task feeds the capability's cost hint, as nekte.invoke does.
-	if got := e.catalog.observations(); len(got) != 1 || got[0].id != "steps" || got[0].tokens != tokens {
-		t.Fatalf("observed %+v; want one observation of steps with %d tokens", got, tokens)
+	// The completed task feeds the capability's cost hint, as nekte.invoke does (the runner
+	// observes it right after recording the completion, so it may trail the stream's end).
+	var seen []observation
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if seen = e.catalog.observations(); len(seen) > 0 {
+			break
+		}
+	}
+	if len(seen) != 1 || seen[0].id != "steps" || seen[0].tokens != tokens {
+		t.Fatalf("observed %+v; want one observation of steps with %d tokens", seen, tokens)
 	}
 }
 

@@ -1,0 +1,14 @@
+// Package policy decides, for each call, whether its caller may make it: which target kinds
+// the caller's trust zone may reach, which scopes the call requires, what class of mutation
+// it is, whether it needs a human's approval, and an optional CEL condition over the
+// caller's claims and the call's params for what scopes cannot say.
+//
+// A Config is compiled once into an Engine (New): patterns are parsed and every CEL
+// condition is type-checked against the declared environment (see Environment) and turned
+// into a program with a cost limit, so a configuration with a bad rule is refused at load,
+// naming the rule. Engine.Decide then answers one call from its Input; Engine.Filter
+// answers, for a catalog, which entries a caller may see.
+//
+// The package knows nothing of routing: the server describes a call's target as a Subject
+// (method, capability id, target kind, MCP server and tool, gRPC full method).
+package policy

@@ -1,0 +1,205 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/google/cel-go/cel"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
+)
+
+// Subject is what a call reaches, as the server can tell from the call and its routed
+// target. Fields it cannot tell are empty, and rules matching on them do not apply.
+type Subject struct {
+	// Method is the JSON-RPC method.
+	Method string
+	// Capability is the NEKTE capability id the call runs as; empty for a direct call.
+	Capability string
+	// Kind is the kind of target the method is routed to.
+	Kind Kind
+	// MCPServer and MCPTool name an MCP tool on its upstream server (the name the server
+	// gives it, before any prefix the gateway adds); empty unless Kind is KindMCP.
+	MCPServer, MCPTool string
+	// GRPCMethod is the full gRPC method "<pkg.Service>/<Method>"; empty unless Kind is
+	// KindGRPC.
+	GRPCMethod string
+}
+
+// mcpTool returns "<server>/<tool>", or "" when the subject is no MCP tool.
+func (s Subject) mcpTool() string {
+	if s.MCPServer == "" || s.MCPTool == "" {
+		return ""
+	}
+	return s.MCPServer + "/" + s.MCPTool
+}
+
+// Input is everything Decide looks at.
+type Input struct {
+	Principal gateway.Principal
+	Zone      gateway.TrustZone
+	Protocol  gateway.Protocol
+	Subject   Subject
+	// Params is the call's raw params; decoded only when the matching rule's condition
+	// reads them.
+	Params []byte
+}
+
+// Denial says why a call was refused.
+type Denial uint8
+
+// Denials.
+const (
+	NotDenied       Denial = iota
+	DeniedZone             // the zone may not reach the target's kind
+	DeniedNoRule           // no rule matches and policy.default is deny
+	DeniedScope            // the caller lacks scopes the rule requires
+	DeniedParams           // the params could not be decoded strictly for the condition
+	DeniedCondition        // the rule's condition did not hold (false or an error)
+)
+
+// Decision is the answer for one call.
+type Decision struct {
+	// Allowed is true when the call may proceed (possibly after approval).
+	Allowed bool
+	// Denial says why the call was refused; NotDenied when Allowed.
+	Denial Denial
+	// Missing lists the required scopes the caller lacks (DeniedScope), in rule order.
+	Missing []string
+	// Mutation is the rule's mutation class.
+	Mutation Mutation
+	// NeedsApproval is true when the call must be approved by a human before it runs.
+	NeedsApproval bool
+	// Rule is the id of the rule that decided, "" when none matched.
+	Rule string
+	// Reason explains the decision for logs; it may name params and claims and is never
+	// sent to the caller.
+	Reason string
+
+	zone gateway.TrustZone // for the error of DeniedZone
+	kind Kind
+}
+
+// Engine is a compiled policy. It is immutable and safe for concurrent use.
+type Engine struct {
+	rules       []*rule
+	exact       map[matchKind]map[string]*rule
+	globs       []*rule
+	defaultDeny bool
+	reach       [gateway.ZoneLocal + 1][]Kind
+	implicit    rule // the rule of calls no rule matches, under default allow
+	uses        map[matchKind]bool
+}
+
+// rule is a compiled Rule.
+type rule struct {
+	id            string
+	index         int
+	kind          matchKind
+	glob          glob
+	scopes        []string
+	mutation      Mutation
+	needsApproval bool
+	when          *condition
+}
+
+// New compiles cfg. Every problem is reported, each as a *ConfigError naming the rule
+// ("rules[3].when: …"), a condition's error with its line and column.
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	env, err := newEnv()
+	if err != nil {
+		return nil, err
+	}
+	limit := cfg.CostLimit
+	if limit == 0 {
+		limit = DefaultCostLimit
+	}
+	approvalFor := cfg.ApprovalFor
+	if approvalFor == nil {
+		approvalFor = []Mutation{Destructive}
+	}
+	e := &Engine{
+		exact:       make(map[matchKind]map[string]*rule),
+		defaultDeny: cfg.Default != DefaultAllow,
+		uses:        make(map[matchKind]bool),
+		implicit:    rule{mutation: NonIdempotentWrite, needsApproval: slices.Contains(approvalFor, NonIdempotentWrite)},
+	}
+	for z := range e.reach {
+		e.reach[z] = DefaultReach(gateway.TrustZone(z))
+	}
+	for name, zc := range cfg.Zones {
+		z, _ := parseZone(name)
+		e.reach[z] = slices.Clone(zc.Reach)
+	}
+	var errs []error
+	for i, rc := range cfg.Rules {
+		r, err := compileRule(env, i, rc, approvalFor, limit)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		e.add(r)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return e, nil
+}
+
+// compileRule compiles rc, the rule at index i.
+func compileRule(env *cel.Env, i int, rc Rule, approvalFor []Mutation, limit uint64) (*rule, error) {
+	kind, pattern, _ := rc.Match.only()
+	r := &rule{
+		id:       rc.ID,
+		index:    i,
+		kind:     kind,
+		glob:     newGlob(normalize(kind, pattern)),
+		scopes:   slices.Clone(rc.Scopes),
+		mutation: rc.Mutation,
+	}
+	if r.id == "" {
+		r.id = fmt.Sprintf("rules[%d]", i)
+	}
+	if r.mutation == "" {
+		r.mutation = NonIdempotentWrite
+	}
+	r.needsApproval = slices.Contains(approvalFor, r.mutation)
+	if rc.Approval != nil {
+		r.needsApproval = *rc.Approval
+	}
+	if rc.When != "" {
+		c, err := compile(env, rc.When, limit)
+		if err != nil {
+			return nil, &ConfigError{Path: fmt.Sprintf("rules[%d].when", i), Msg: err.Error()}
+		}
+		r.when = c
+	}
+	return r, nil
+}
+
+// add indexes r: exact patterns by kind and name, globs in a list.
+func (e *Engine) add(r *rule) {
+	e.rules = append(e.rules, r)
+	e.uses[r.kind] = true
+	if !r.glob.exact {
+		e.globs = append(e.globs, r)
+		return
+	}
+	m := e.exact[r.kind]
+	if m == nil {
+		m = make(map[string]*rule)
+		e.exact[r.kind] = m
+	}
+	m[r.glob.pattern] = r
+}
+
+// MatchesMCPTools reports whether any rule matches on mcp_tool, so the server knows
+// whether resolving a call's MCP tool is worth it.
+func (e *Engine) MatchesMCPTools() bool { return e.uses[byMCPTool] }
+
+// MatchesGRPCMethods reports whether any rule matches on grpc_method.
+func (e *Engine) MatchesGRPCMethods() bool { return e.uses[byGRPCMethod] }

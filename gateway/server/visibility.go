@@ -1,0 +1,145 @@
+package server
+
+import (
+	"context"
+	"errors"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/auth/policy"
+	nk "github.com/gatehouse-dev/gatehouse/codecs/nekte"
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/routing"
+	"github.com/gatehouse-dev/gatehouse/routing/capability"
+	"github.com/gatehouse-dev/gatehouse/schemas"
+)
+
+// visibility decides what a caller sees in the catalogs of one configuration
+// (nekte.discover, the agent card, the MCP face's tools/list): an entry is shown when the
+// policy's Filter would let the caller reach it — its zone reaches the target's kind and
+// it holds the scopes of the rule that matches. Each entry is described as the policy
+// stage describes the call that runs it (policyStage.subject), so a listing and the
+// decision on a call agree. Listing decides nothing: a call of an entry that is hidden
+// still goes through the policy stage, which refuses it with its own error. Rule
+// conditions are not evaluated, so an entry shown can still be refused when called.
+type visibility struct {
+	// stage describes calls; nil when the configuration has no policy section, and then
+	// everything is shown.
+	stage *policyStage
+	table *routing.Table
+	// hideAll is set when the policy section does not compile: the policy stage refuses
+	// every call then, so nothing is shown.
+	hideAll bool
+}
+
+// newVisibility returns the visibility of cfg, whose methods table routes: the engine
+// Validate compiled, or, for a configuration built in code, one compiled now.
+func newVisibility(cfg *Config, table *routing.Table) *visibility {
+	v := &visibility{table: table}
+	switch {
+	case cfg.Policy == nil:
+	case cfg.policy != nil:
+		v.stage = &policyStage{engine: cfg.policy}
+	default:
+		e, err := policy.New(*cfg.Policy)
+		v.hideAll = err != nil
+		if e != nil {
+			v.stage = &policyStage{engine: e}
+		}
+	}
+	return v
+}
+
+// filters reports whether the visibility hides anything from anyone: false without a
+// policy section.
+func (v *visibility) filters() bool { return v.hideAll || v.stage != nil }
+
+// shows reports whether the caller (principal, zone, protocol) sees the entry run by
+// method as capability id ("" for a direct call). A method no target serves is hidden.
+func (v *visibility) shows(p gateway.Principal, zone gateway.TrustZone, proto gateway.Protocol, method, id string) bool {
+	if v.hideAll {
+		return false
+	}
+	if v.stage == nil {
+		return true
+	}
+	t, ok := v.table.Lookup(method)
+	if !ok {
+		return false
+	}
+	sub := v.stage.subject(&gateway.Call{Method: method, Capability: id, Target: t})
+	return v.stage.engine.Filter(p, zone, proto, []policy.Subject{sub})[0]
+}
+
+// capabilities returns the capability filter of the caller (capability.DiscoverOptions'
+// Visible): a capability runs its method through the pipeline as the caller, with the
+// capability's id (capabilityInvoker). Nil when nothing is hidden.
+func (v *visibility) capabilities(p gateway.Principal, zone gateway.TrustZone, proto gateway.Protocol) func(capability.Capability) bool {
+	if !v.filters() {
+		return nil
+	}
+	return func(c capability.Capability) bool { return v.shows(p, zone, proto, c.Method, c.ID) }
+}
+
+// anonymous is who the agent card is filtered for: it is served to anyone, so it lists
+// what a caller with no credentials — no scopes, on the boundary — may see.
+func (v *visibility) anonymous() func(capability.Capability) bool {
+	return v.capabilities(gateway.Principal{}, gateway.ZoneExternal, gateway.ProtocolHTTP)
+}
+
+// discover answers nekte.discover from the caller's view of catalog: the params decoded
+// as the NEKTE service decodes them (capability.DecodeDiscover), the capabilities the
+// caller may not see left out before filtering and paging.
+func (v *visibility) discover(catalog *capability.Registry, call *gateway.Call) (*gateway.Result, error) {
+	p, o, err := capability.DecodeDiscover(call.Params)
+	if err != nil {
+		return nil, discoverParamError(err)
+	}
+	o.Visible = v.capabilities(call.Principal, call.Zone, call.Protocol)
+	raw, err := catalog.DiscoverWith(p, o)
+	if err != nil {
+		return nil, gateway.AsError(err)
+	}
+	return gateway.NewResult(raw), nil
+}
+
+// discoverParamError is INVALID_PARAMS for params DecodeDiscover refused, in the form the
+// NEKTE service answers them: data {reason, field}.
+func discoverParamError(err error) error {
+	pe, ok := errors.AsType[*nk.ParamError](err)
+	if !ok {
+		return gateway.AsError(err)
+	}
+	e := gateway.Errorf(schemas.CodeInvalidParams, "Invalid params: %s", pe.Error()).With("reason", pe.Reason)
+	if pe.Field != "" {
+		e = e.With("field", pe.Field)
+	}
+	return e
+}
+
+// visibleTools is the MCP face's tools/list filter (an after-list hook, which runs before
+// the result is written): it keeps the tools the caller of ctx may see, each run as the
+// method namespace+name over MCP. Only the listing is filtered — unlike mcp-go's
+// WithToolFilter, which would also answer a hidden tool's tools/call with "tool not
+// found": tools/call still reaches the policy stage, which decides and says why.
+func (f *mcpFace) visibleTools(ctx context.Context, _ any, _ *mcp.ListToolsRequest, result *mcp.ListToolsResult) {
+	if result == nil {
+		return
+	}
+	target := f.target()
+	rt := f.s.acquire()
+	defer rt.release()
+	v := newVisibility(rt.cfg, rt.table)
+	if !v.filters() || target == nil {
+		return
+	}
+	principal, _ := ctx.Value(principalKey{}).(gateway.Principal)
+	zone := callerZone(ctx)
+	kept := make([]mcp.Tool, 0, len(result.Tools))
+	for _, t := range result.Tools {
+		if v.shows(principal, zone, gateway.ProtocolMCP, target.Namespace()+t.Name, "") {
+			kept = append(kept, t)
+		}
+	}
+	result.Tools = kept
+}
