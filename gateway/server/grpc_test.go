@@ -63,14 +63,7 @@ func startCalc(t *testing.T) *testServer {
 	}
 	t.Cleanup(func() { _ = stop() })
 	ts := start(t, fmt.Sprintf(calcConfig, addr), nil)
-	waitFor(t, func() bool {
-		resp, err := http.Get(ts.admin + "/readyz")
-		if err != nil {
-			return false
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	ts.waitReadyWithin(20 * time.Second)
 	return ts
 }
 

@@ -125,9 +125,13 @@ func (ts *testServer) stop() error {
 	}
 }
 
-func (ts *testServer) waitReady() {
+func (ts *testServer) waitReady() { ts.waitReadyWithin(5 * time.Second) }
+
+// waitReadyWithin waits up to d for /readyz to answer 200 (backends loading descriptors
+// or catalogs may take longer than the default).
+func (ts *testServer) waitReadyWithin(d time.Duration) {
 	ts.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(ts.admin + "/readyz")
 		if err == nil {

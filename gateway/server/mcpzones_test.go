@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -111,22 +110,10 @@ func invokeInternal(t *testing.T, ts *testServer, method string) response {
 // callOverMCPFace calls the tool through the MCP face, as an MCP client on the boundary.
 func callOverMCPFace(t *testing.T, ts *testServer) {
 	t.Helper()
+	cli := mcpFaceClient(t, ts)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cli, err := client.NewStreamableHttpClient(ts.base + "/mcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cli.Close() }()
-	if err := cli.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = "2025-06-18"
-	init.Params.ClientInfo = mcp.Implementation{Name: "zones-test", Version: "1"}
-	if _, err := cli.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
+	var err error
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "test_simple_text"
 	var res *mcp.CallToolResult

@@ -78,14 +78,7 @@ func startPolicy(t *testing.T) *testServer {
 		targets[m] = decisionTarget{}
 	}
 	ts := start(t, fmt.Sprintf(policyConfig, addr), targets)
-	waitFor(t, func() bool {
-		resp, err := http.Get(ts.admin + "/readyz")
-		if err != nil {
-			return false
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	ts.waitReadyWithin(20 * time.Second)
 	return ts
 }
 
