@@ -74,19 +74,25 @@ func (s *Server) handleAgentCard(c *gin.Context) {
 // headers are not trusted; behind a proxy the card's provider announces its configured
 // endpoint instead.
 func requestEndpoint(r *http.Request) string {
+	return requestOrigin(r) + rpcPath
+}
+
+// requestOrigin returns the scheme (https when the connection is TLS) and Host the request
+// addressed the boundary with, as scheme://host. Forwarding headers are not trusted.
+func requestOrigin(r *http.Request) string {
 	scheme := schemeHTTP
 	if r.TLS != nil {
 		scheme = schemeHTTPS
 	}
-	return scheme + "://" + r.Host + rpcPath
+	return scheme + "://" + r.Host
 }
 
 // jwksPath is where the boundary publishes the gateway's public keys.
 const jwksPath = "/.well-known/jwks.json"
 
 // withJWKS serves GET (and HEAD) jwksPath in front of next: the JSON Web Key Set of the
-// keys the gateway signs with — today the NEKTE receipt key, when NEKTE is on — to anyone,
-// like the agent card. Other methods on that path are refused with 405.
+// keys the gateway signs with — its key ring's (auth.keyring) and the NEKTE receipt key,
+// when NEKTE is on — to anyone, like the agent card. Other methods on that path are refused with 405.
 func (s *Server) withJWKS(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != jwksPath {
@@ -118,6 +124,7 @@ func (s *Server) jwks() []byte {
 	if s.nekte != nil {
 		keys = append(keys, s.nekte.svc.ReceiptKey())
 	}
+	keys = append(keys, s.keyRingKeys()...)
 	body, _ := json.Marshal(struct {
 		Keys []json.RawMessage `json:"keys"`
 	}{keys}) // raw JWKs and a slice of them always marshal

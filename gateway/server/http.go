@@ -33,7 +33,9 @@ func (s *Server) boundaryHandler() http.Handler {
 	e.GET(nekte.CardPath, s.handleAgentCard)
 	e.GET(rpcPath+nekte.CardPath, s.handleAgentCard)
 	e.GET("/ws", s.handleWS)
-	e.Any("/mcp", s.handleMCP)
+	e.Any(mcpPath, s.handleMCP)
+	e.GET(protectedResourcePath, s.handleProtectedResource)
+	e.GET(protectedResourcePath+mcpPath, s.handleProtectedResource)
 	e.GET(mcpSSEPath, s.handleMCPSSE)
 	e.POST(mcpMessagePath, s.handleMCPSSE)
 	e.NoRoute(func(c *gin.Context) {
@@ -254,16 +256,22 @@ func writeHTTPErrorIn(w http.ResponseWriter, status int, err *gateway.Error, tra
 }
 
 // writeAuthError answers a failed authentication with the table's HTTP status and, for 401,
-// the WWW-Authenticate challenge.
+// the WWW-Authenticate challenge (bearerChallenge).
 func writeAuthError(w http.ResponseWriter, err *gateway.Error, traceID string) {
 	writeAuthErrorIn(w, err, traceID, encodingJSON)
 }
 
 // writeAuthErrorIn is writeAuthError with the body in enc.
 func writeAuthErrorIn(w http.ResponseWriter, err *gateway.Error, traceID string, enc wireEncoding) {
+	writeChallenge(w, err, traceID, enc, "")
+}
+
+// writeChallenge is writeAuthErrorIn whose challenge names resourceMetadata, the URL of the
+// OAuth protected-resource metadata (RFC 9728), when it is not empty.
+func writeChallenge(w http.ResponseWriter, err *gateway.Error, traceID string, enc wireEncoding, resourceMetadata string) {
 	status := schemas.KindOf(err.Code()).HTTP
 	if status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="gatehouse"`)
+		w.Header().Set("WWW-Authenticate", bearerChallenge(err, resourceMetadata))
 	}
 	writeHTTPErrorIn(w, status, err, traceID, enc)
 }

@@ -88,7 +88,7 @@ func newMCPFace(s *Server, cfg MCPFaceConfig, version string) *mcpFace {
 	f.sessions = newMCPSessions(cfg, s.kv, s.opts.Now, s.log)
 	f.sessions.record(hooks)
 	f.handler = mcpserver.NewStreamableHTTPServer(f.srv,
-		mcpserver.WithEndpointPath("/mcp"),
+		mcpserver.WithEndpointPath(mcpPath),
 		mcpserver.WithDisableLocalhostProtection(!f.localOnly),
 		mcpserver.WithSessionIdManagerResolver(f.sessions),
 		mcpserver.WithHTTPContextFunc(f.sessions.restore),
@@ -151,7 +151,7 @@ func (f *mcpFace) admit(w http.ResponseWriter, r *http.Request) (*http.Request, 
 	maxBody := rt.cfg.JSONRPC.MaxBodyBytes
 	rt.release()
 	if err != nil {
-		writeAuthError(w, gateway.AsError(err), traceID)
+		writeChallenge(w, gateway.AsError(err), traceID, encodingJSON, requestOrigin(r)+protectedResourcePath+mcpPath)
 		return nil, false
 	}
 	fr := &faceRequest{}

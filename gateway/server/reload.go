@@ -14,7 +14,8 @@ import (
 // Reload builds a runtime for cfg beside the current one and swaps it in atomically.
 // Calls already running finish on the old runtime, which is closed when the last of them
 // ends. If cfg cannot be built, the current runtime keeps serving and the error is returned.
-// Listener settings cannot change without a restart; a difference is logged.
+// Listener settings cannot change without a restart; a difference is logged. The key ring
+// (auth.keyring) is opened anew beside the old one, which is closed once the new one serves.
 func (s *Server) Reload(cfg *Config) error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
@@ -26,6 +27,11 @@ func (s *Server) reloadLocked(cfg *Config) error {
 	if err != nil {
 		return fmt.Errorf("building configuration: %w", err)
 	}
+	ring, err := s.openKeyRing(cfg.Auth.KeyRing)
+	if err != nil {
+		rt.retire()
+		return fmt.Errorf("building configuration: %w", err)
+	}
 	if !sameListeners(cfg.Server, s.listen) {
 		s.log.Warn("listener settings changed; they take effect on restart", "file", cfg.File())
 	}
@@ -34,6 +40,7 @@ func (s *Server) reloadLocked(cfg *Config) error {
 	}
 	s.setLogLevel(cfg)
 	old := s.cur.Swap(rt)
+	s.swapKeyRing(ring)
 	if s.mcp != nil {
 		s.mcp.sync() // publish the new configuration's MCP catalog before the old one closes
 	}

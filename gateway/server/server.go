@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 
+	"github.com/gatehouse-dev/gatehouse/auth"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/gateway/state"
 	"github.com/gatehouse-dev/gatehouse/routing/calculator"
@@ -63,6 +64,10 @@ type Server struct {
 	stateCfg state.Config
 	// stdio is set when the server speaks MCP over stdin and stdout only (ServeStdio).
 	stdio bool
+
+	// keyring is the gateway's signing key ring, nil without auth.keyring; opened at start
+	// and anew on every reload, closed at shutdown before the state store.
+	keyring atomic.Pointer[auth.KeyRing]
 
 	mcp   *mcpFace   // nil when the MCP face is off
 	nekte *nekteCore // nil when NEKTE was off at start
@@ -133,13 +138,21 @@ func newServer(cfg *Config, opts Options) (*Server, error) {
 		}
 		s.kv, s.ownKV = kv, true
 	}
+	ring, err := s.openKeyRing(cfg.Auth.KeyRing)
+	if err != nil {
+		s.closeState()
+		return nil, fmt.Errorf("building configuration: %w", err)
+	}
+	s.keyring.Store(ring)
 	if err := s.startNekte(cfg); err != nil {
+		s.swapKeyRing(nil)
 		s.closeState()
 		return nil, err
 	}
 	rt, err := buildRuntime(cfg, s.log, opts.Now, s.opts.Targets, s.kv)
 	if err != nil {
 		s.closeNekte(context.Background())
+		s.swapKeyRing(nil)
 		s.closeState()
 		return nil, fmt.Errorf("building configuration: %w", err)
 	}
@@ -177,11 +190,12 @@ func (s *Server) closeNekte(ctx context.Context) {
 	}
 }
 
-// closeCore retires the runtime, closes the NEKTE service (suspending what still runs) and
-// then the state store, if the server opened it.
+// closeCore retires the runtime, closes the NEKTE service (suspending what still runs), the
+// key ring and then the state store, if the server opened it.
 func (s *Server) closeCore() {
 	s.closeNekte(context.Background())
 	s.cur.Load().retire()
+	s.swapKeyRing(nil)
 	s.closeState()
 }
 

@@ -28,9 +28,10 @@ const (
 	closeReasonSlow     = "slow consumer: send queue full"
 )
 
-// handleWS serves GET /ws: the caller is authenticated from the upgrade request's headers,
-// then each message is one JSON-RPC body (a request or a batch): JSON in a text message,
-// MessagePack in a binary one. What a message's requests produce — responses, progress,
+// handleWS serves GET /ws: the caller is authenticated from the upgrade request's headers
+// (Authorization, X-API-Key, or a bearer token offered as the subprotocol bearer.<token>,
+// which is then the subprotocol selected), then each message is one JSON-RPC body (a
+// request or a batch): JSON in a text message, MessagePack in a binary one. What a message's requests produce — responses, progress,
 // stream and event notifications — goes back in messages of the same kind. Requests run
 // concurrently and their responses are sent as they complete.
 func (s *Server) handleWS(c *gin.Context) {
@@ -42,7 +43,12 @@ func (s *Server) handleWS(c *gin.Context) {
 		writeHTTPError(w, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "WebSocket is not enabled"), traceID)
 		return
 	}
-	creds := httpCredentials(r, gateway.ZoneExternal)
+	creds, subprotocol, refused := wsCredentials(r, gateway.ZoneExternal)
+	if refused != nil {
+		rt.release()
+		writeAuthError(w, refused, traceID)
+		return
+	}
 	principal, err := rt.auth.Authenticate(r.Context(), creds)
 	rt.release()
 	if err != nil {
@@ -56,6 +62,9 @@ func (s *Server) handleWS(c *gin.Context) {
 	up := websocket.Upgrader{
 		CheckOrigin:       originChecker(cfg.AllowedOrigins),
 		EnableCompression: false,
+	}
+	if subprotocol != "" {
+		up.Subprotocols = []string{subprotocol}
 	}
 	conn, err := up.Upgrade(w, r, http.Header{"X-Trace-Id": {traceID}})
 	if err != nil {

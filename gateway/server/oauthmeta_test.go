@@ -1,0 +1,96 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// securedMCPConfig accepts development tokens, serves the MCP face and has a policy.
+func securedMCPConfig(t *testing.T) string {
+	t.Helper()
+	return devJWTConfig(t) + `mcp_face: {}
+policy:
+  rules:
+    - {match: {method: subtract}, scopes: [calc.read]}
+    - {match: {method: add}, scopes: [calc.write, calc.read]}
+`
+}
+
+// TestProtectedResourceMetadata: the MCP face's OAuth protected-resource metadata names the
+// /mcp URL, the configured issuers and the policy's scopes, at both paths.
+func TestProtectedResourceMetadata(t *testing.T) {
+	ts := start(t, securedMCPConfig(t), nil)
+	for _, path := range []string{protectedResourcePath, protectedResourcePath + mcpPath} {
+		status, hdr, body := getCard(t, ts, path, "")
+		if status != http.StatusOK || hdr.Get("Content-Type") != jsonContentType {
+			t.Fatalf("GET %s: %d %s", path, status, body)
+		}
+		var got protectedResource
+		if err := json.Unmarshal([]byte(body), &got); err != nil {
+			t.Fatal(err)
+		}
+		want := protectedResource{
+			Resource:               ts.base + mcpPath,
+			AuthorizationServers:   []string{"gatehouse-dev"},
+			BearerMethodsSupported: []string{"header"},
+			ScopesSupported:        []string{"calc.read", "calc.write"},
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("GET %s: got %+v, want %+v", path, got, want)
+		}
+	}
+	off := start(t, baseConfig, nil)
+	if status, _, _ := getCard(t, off, protectedResourcePath, ""); status != http.StatusNotFound {
+		t.Fatalf("without the MCP face: %d", status)
+	}
+}
+
+// TestBearerChallenge: a 401's WWW-Authenticate says invalid_token when a token was
+// presented and refused, invalid_request for two credentials, and on the MCP face names
+// the protected-resource metadata.
+func TestBearerChallenge(t *testing.T) {
+	ts := start(t, securedMCPConfig(t), nil)
+	tok := devToken(t, "alice")
+	bad := tok[:len(tok)-4] + "AAAA"
+	meta := `, resource_metadata="` + ts.base + protectedResourcePath + mcpPath + `"`
+	tests := []struct {
+		name, path string
+		header     []string
+		want       string
+	}{
+		{"rpc no credential", rpcPath, nil, `Bearer realm="gatehouse"`},
+		{"rpc bad token", rpcPath, []string{"Authorization", "Bearer " + bad}, `Bearer realm="gatehouse", error="invalid_token"`},
+		{"rpc not a JWT", rpcPath, []string{"Authorization", "Bearer nope"}, `Bearer realm="gatehouse", error="invalid_token"`},
+		{"rpc two credentials", rpcPath, []string{"Authorization", "Bearer " + tok, "X-API-Key", "k"}, `Bearer realm="gatehouse", error="invalid_request"`},
+		{"mcp no credential", mcpPath, nil, `Bearer realm="gatehouse"` + meta},
+		{"mcp bad token", mcpPath, []string{"Authorization", "Bearer " + bad}, `Bearer realm="gatehouse", error="invalid_token"` + meta},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodPost, ts.base+tt.path,
+				strings.NewReader(`{"jsonrpc":"2.0","method":"subtract","params":[2,1],"id":1}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", jsonContentType)
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			for i := 0; i+1 < len(tt.header); i += 2 {
+				req.Header.Set(tt.header[i], tt.header[i+1])
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if got := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != http.StatusUnauthorized || got != tt.want {
+				t.Fatalf("status %d, WWW-Authenticate %q, want 401 %q", resp.StatusCode, got, tt.want)
+			}
+		})
+	}
+	if strings.Contains(ts.logs.String(), tok[strings.LastIndexByte(tok, '.')+1:]) {
+		t.Fatal("the logs contain the token")
+	}
+}
