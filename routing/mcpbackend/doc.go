@@ -87,6 +87,6 @@
 // pagination to its end); the delta (added, removed, changed) is sent to the listeners
 // registered with Bridge.OnEvent. Each entry carries a version hash: for tools, the
 // SHA-256 of the canonical JSON of its input and output schemas (see SchemaVersion and
-// CanonicalJSON, which writes JSON exactly as JavaScript's JSON.stringify would after
+// codecs/canonical, which writes JSON exactly as JavaScript's JSON.stringify would after
 // sorting keys, so that other implementations can reproduce it).
 package mcpbackend

@@ -8,6 +8,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/codecs/canonical"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -202,7 +203,7 @@ func (u *upstream) entry(k kind, keyField string, item json.RawMessage) (rawEntr
 	if k == kindTools && !u.cfg.Tools.allows(key) {
 		return rawEntry{}, false
 	}
-	canon, err := CanonicalJSON(item)
+	canon, err := canonical.CanonicalJSON(item)
 	if err != nil {
 		return rawEntry{}, false
 	}
