@@ -124,31 +124,36 @@ func is32(k protoreflect.Kind) bool {
 // integer reads the integer at e.pos, a number or a string holding one, and returns it
 // as two's complement bits.
 func (e *encoder) integer(bits int, signed bool) (uint64, *PathError) {
-	var text []byte
-	switch c := e.peek(); {
-	case c == '-' || isDigit(c):
-		end, ok := scanNumber(e.in, e.pos)
-		if !ok {
-			return 0, e.syntax()
-		}
-		text, e.pos = e.in[e.pos:end], end
-	case c == '"':
-		s, err := e.stringValue()
-		if err != nil {
-			return 0, err
-		}
-		if !isNumberText(s) {
-			return 0, fail("want integer, got string")
-		}
-		text = s
-	default:
-		return 0, e.want("integer")
+	text, quoted, err := e.numberToken("integer")
+	if err != nil {
+		return 0, err
+	}
+	if quoted && !isNumberText(text) {
+		return 0, fail("want integer, got string")
 	}
 	v, ok := parseIntToken(text, bits, signed)
 	if !ok {
 		return 0, fail(intReason(bits, signed))
 	}
 	return v, nil
+}
+
+// numberToken reads the number at e.pos, bare or inside a string (quoted), as protojson
+// accepts both; a value of any other kind is refused as want.
+func (e *encoder) numberToken(want string) (text []byte, quoted bool, err *PathError) {
+	switch c := e.peek(); {
+	case c == '-' || isDigit(c):
+		end, ok := scanNumber(e.in, e.pos)
+		if !ok {
+			return nil, false, e.syntax()
+		}
+		text, e.pos = e.in[e.pos:end], end
+		return text, false, nil
+	case c == '"':
+		s, err := e.stringValue()
+		return s, true, err
+	}
+	return nil, false, e.want(want)
 }
 
 func intReason(bits int, signed bool) string {
@@ -165,20 +170,12 @@ func intReason(bits int, signed bool) string {
 
 // float reads the number at e.pos, or a string holding one or NaN or an infinity.
 func (e *encoder) float(bits int) (float64, *PathError) {
-	var text []byte
-	switch c := e.peek(); {
-	case c == '-' || isDigit(c):
-		end, ok := scanNumber(e.in, e.pos)
-		if !ok {
-			return 0, e.syntax()
-		}
-		text, e.pos = e.in[e.pos:end], end
-	case c == '"':
-		s, err := e.stringValue()
-		if err != nil {
-			return 0, err
-		}
-		switch string(s) {
+	text, quoted, err := e.numberToken("number")
+	if err != nil {
+		return 0, err
+	}
+	if quoted {
+		switch string(text) {
 		case "NaN":
 			return math.NaN(), nil
 		case "Infinity":
@@ -186,12 +183,9 @@ func (e *encoder) float(bits int) (float64, *PathError) {
 		case "-Infinity":
 			return math.Inf(-1), nil
 		}
-		if !isNumberText(s) {
+		if !isNumberText(text) {
 			return 0, fail("want number, got string")
 		}
-		text = s
-	default:
-		return 0, e.want("number")
 	}
 	x, ok := parseFloat(text, bits)
 	if !ok {
