@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
 )
 
@@ -49,7 +48,6 @@ func TestMCPDirectZones(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ts := start(t, withDemoMCP(t, withInternal, tt.mcpKeys), nil)
-			waitTool(t, ts, "test_simple_text")
 
 			_, _, body := ts.post(simpleText)
 			checkDirect(t, "http", decodeOne(t, body), tt.externalOK, "external")
@@ -124,24 +122,4 @@ func callOverMCPFace(t *testing.T, ts *testServer) {
 	if text, ok := res.Content[0].(mcp.TextContent); !ok || text.Text != "This is a simple text response for testing." {
 		t.Fatalf("mcp face: %+v", res.Content)
 	}
-}
-
-// waitTool waits until the bridge's catalog offers tool as available: readiness says the
-// upstream's lists were loaded once, which a reload of them right after may still replace.
-func waitTool(t *testing.T, ts *testServer, tool string) {
-	t.Helper()
-	waitFor(t, func() bool {
-		rt := ts.acquire()
-		defer rt.release()
-		for _, target := range rt.table.Targets() {
-			if mt, ok := target.(*mcpbackend.Target); ok {
-				for _, e := range mt.Catalog().Tools {
-					if e.Name == tool && e.Available {
-						return true
-					}
-				}
-			}
-		}
-		return false
-	})
 }

@@ -152,7 +152,7 @@ func (b *Bridge) Ready(context.Context) error {
 		switch {
 		case st.Live == 0:
 			errs = append(errs, fmt.Errorf("mcp upstream %q: %s", st.Name, st.Reason))
-		case u.cat.Load() == nil:
+		case !u.isLoaded():
 			errs = append(errs, fmt.Errorf("mcp upstream %q: catalog not loaded yet", st.Name))
 		}
 	}

@@ -82,6 +82,18 @@ func (u *upstream) refresher() {
 	}
 }
 
+// isLoaded reports whether the upstream's first catalog is in the bridge's aggregated
+// catalog and routes — not merely fetched: between u.cat.Store and the bridge's rebuild a
+// call would not find the upstream's tools yet, so readiness waits for loaded.
+func (u *upstream) isLoaded() bool {
+	select {
+	case <-u.loaded:
+		return true
+	default:
+		return false
+	}
+}
+
 // load fetches the lists in k from s, following pagination, and returns the catalog with
 // them replaced. A list whose capability the server did not advertise is empty.
 func (u *upstream) load(ctx context.Context, s *session, k kind) (*serverCatalog, error) {
