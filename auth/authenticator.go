@@ -19,6 +19,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock tokens are checked against; nil means time.Now.
 	Now func() time.Time
+	// Revocations is the process's revocation list: a verified token whose jti or subject
+	// it lists, and an API key whose name it lists as a subject, are refused (4001
+	// "revoked"). nil revokes nothing. The Authenticator does not close it.
+	Revocations *Revocations
 }
 
 // Authenticator is the gateway.Authenticator of an auth section: bearer JWTs of the
@@ -31,6 +35,7 @@ type Authenticator struct {
 	apiKeys   *apiKeys
 	anonymous *anonymous
 	remotes   []*remoteKeys
+	revoked   *Revocations
 	closeOnce sync.Once
 }
 
@@ -48,7 +53,7 @@ func Open(ctx context.Context, cfg Config, opts Options) (*Authenticator, error)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	a := &Authenticator{issuers: map[string]*Verifier{}, guarded: foldSet{}, anonymous: newAnonymous(cfg.Anonymous)}
+	a := &Authenticator{issuers: map[string]*Verifier{}, guarded: foldSet{}, anonymous: newAnonymous(cfg.Anonymous), revoked: opts.Revocations}
 	var err error
 	if a.apiKeys, err = newAPIKeys(cfg.APIKeys); err != nil {
 		return nil, err
@@ -147,16 +152,25 @@ func (a *Authenticator) Authenticate(ctx context.Context, creds gateway.Credenti
 	case bearer != "" && apiKey != "":
 		return gateway.Principal{}, refuse(ReasonAmbiguous)
 	case bearer != "" && looksLikeJWT(bearer):
-		return a.verifyJWT(ctx, bearer)
+		return a.admit(a.verifyJWT(ctx, bearer))
 	case bearer != "" && a.apiKeys == nil:
 		return gateway.Principal{}, refuse(ReasonMalformed)
 	case bearer != "":
-		return a.apiKeys.verify(bearer)
+		return a.admit(a.apiKeys.verify(bearer))
 	case apiKey != "":
-		return a.apiKeys.verify(apiKey)
+		return a.admit(a.apiKeys.verify(apiKey))
 	default:
 		return a.anonymous.admit(creds)
 	}
+}
+
+// admit refuses a verified principal whose token (jti) or subject is revoked. It runs only
+// once the credential has verified, so a forged token learns nothing about the list.
+func (a *Authenticator) admit(p gateway.Principal, err error) (gateway.Principal, error) {
+	if err == nil && a.revoked.Revoked(p) {
+		return gateway.Principal{}, refuse(ReasonRevoked)
+	}
+	return p, err
 }
 
 // verifyJWT verifies a bearer JWT with the verifier of its issuer. The length is checked
@@ -181,5 +195,10 @@ func (a *Authenticator) verifyJWT(ctx context.Context, raw string) (gateway.Prin
 	if len(raw) > v.maxBytes {
 		return gateway.Principal{}, refuse(ReasonTooLarge)
 	}
-	return v.verify(ctx, t)
+	p, err := v.verify(ctx, t)
+	if err != nil {
+		return gateway.Principal{}, err
+	}
+	p.Bearer = raw // for a passthrough hop only
+	return p, nil
 }

@@ -23,6 +23,9 @@ type Config struct {
 	// KeyRing is the gateway's own signing keys, for the tokens it mints for downstream hops
 	// and publishes at /.well-known/jwks.json; absent, the gateway mints no tokens.
 	KeyRing *KeyRingConfig `yaml:"keyring" json:"keyring,omitempty"`
+	// Revocation tunes the revocation list (always on; absent, every default). Like the key
+	// ring it is per process, over the state store: opened once, re-configured on reload.
+	Revocation *RevocationConfig `yaml:"revocation" json:"revocation,omitempty"`
 }
 
 // JWTConfig configures bearer JWT verification.
@@ -121,6 +124,11 @@ func (c Config) Validate() error {
 	if c.KeyRing != nil {
 		if err := c.KeyRing.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("keyring: %w", err))
+		}
+	}
+	if c.Revocation != nil {
+		if err := c.Revocation.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("revocation: %w", err))
 		}
 	}
 	return errors.Join(errs...)

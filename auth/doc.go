@@ -27,4 +27,11 @@
 // generated, kept in a [KeyStore] (the state store) and rotated with an overlap so no token
 // stops verifying before it expires. [KeyRing.Mint] signs downstream tokens, [KeyRing.JWKS]
 // publishes the public keys, [KeyRing.Verifier] verifies what the ring signed.
+//
+// # Revocation
+//
+// [OpenRevocations] opens the process's [Revocations] over the state store: tokens denied
+// by jti and subjects by sub, each until a time, shared by every replica sharing the store
+// and followed by each within its refresh. [Options].Revocations hands it to an
+// Authenticator, which refuses a verified credential it lists with [ReasonRevoked].
 package auth

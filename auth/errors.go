@@ -33,6 +33,7 @@ const (
 	ReasonWrongAudience     Reason = "wrong audience"          // aud names none of the issuer's audiences
 	ReasonMissingClaim      Reason = "missing claim"           // sub, exp, aud or a required claim is absent
 	ReasonUnknownAPIKey     Reason = "unknown api key"         // the API key matches no configured hash
+	ReasonRevoked           Reason = "revoked"                 // verified, but its jti or its subject is on the revocation list
 )
 
 // DataReason is the member of error.data that carries the Reason.
@@ -45,7 +46,7 @@ var refusals = func() map[Reason]*gateway.Error {
 		ReasonNoCredential, ReasonNotLoopback, ReasonAmbiguous, ReasonUnsupportedScheme, ReasonNotAccepted,
 		ReasonTooLarge, ReasonMalformed, ReasonUnsupportedHeader, ReasonAlgorithm, ReasonInvalidClaims,
 		ReasonUnknownIssuer, ReasonUnknownKey, ReasonBadSignature, ReasonExpired, ReasonNotYetValid,
-		ReasonIssuedInFuture, ReasonWrongAudience, ReasonMissingClaim, ReasonUnknownAPIKey,
+		ReasonIssuedInFuture, ReasonWrongAudience, ReasonMissingClaim, ReasonUnknownAPIKey, ReasonRevoked,
 	} {
 		m[r] = gateway.NewError(schemas.CodeAuthentication).With(DataReason, string(r))
 	}

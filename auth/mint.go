@@ -25,6 +25,11 @@ type MintRequest struct {
 	Scopes []string
 	// TTL is the token's lifetime: exp = now + TTL, no more than the ring's MaxTokenTTL.
 	TTL time.Duration
+	// PriorActor is the act claim of the subject's own token when the subject is itself
+	// acting for someone (a hop token presented back to the gateway); it is nested inside
+	// the new act claim, so the token records the whole chain of actors (RFC 8693 §4.1).
+	// Ignored without Actor.
+	PriorActor map[string]any
 	// ID is the jti claim; empty, a random one (128 bits, base64url).
 	ID string
 	// Claims are further claims; they may not set the claims above, iss or iat.
@@ -100,7 +105,11 @@ func (req MintRequest) claims() (map[string]any, error) {
 		claims[claimScope] = strings.Join(req.Scopes, " ")
 	}
 	if req.Actor != "" {
-		claims[claimAct] = map[string]any{claimSub: req.Actor}
+		act := map[string]any{claimSub: req.Actor}
+		if req.PriorActor != nil {
+			act[claimAct] = req.PriorActor
+		}
+		claims[claimAct] = act
 	}
 	return claims, nil
 }

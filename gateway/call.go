@@ -18,6 +18,9 @@ const (
 	ZoneLocal                     // stdio, a process on the same host
 )
 
+// unknownName is the name of a value outside its enumeration.
+const unknownName = "unknown"
+
 var zoneNames = [...]string{"external", "internal", "operator", "local"}
 
 // String returns the zone's configuration name.
@@ -25,7 +28,7 @@ func (z TrustZone) String() string {
 	if int(z) < len(zoneNames) {
 		return zoneNames[z]
 	}
-	return "unknown"
+	return unknownName
 }
 
 // Protocol is the ingress protocol a call arrived over.
@@ -47,7 +50,7 @@ func (p Protocol) String() string {
 	if int(p) < len(protocolNames) {
 		return protocolNames[p]
 	}
-	return "unknown"
+	return unknownName
 }
 
 // Principal is the authenticated caller of a call.
@@ -65,6 +68,10 @@ type Principal struct {
 	// claims other than the subject and scopes; nil for callers without a token (API keys,
 	// anonymous). The map is shared: it must not be modified.
 	Claims map[string]any
+	// Bearer is the caller's verified bearer token, kept only to forward it to a backend
+	// whose hop mode is passthrough; empty for callers without one. It is a credential:
+	// never log it, never put it in an error or a result.
+	Bearer string
 }
 
 // Credentials are what a face extracted from the transport before decoding any payload.

@@ -32,7 +32,7 @@ func (e *Engine) Decide(in Input) Decision {
 		}
 		r = &e.implicit
 	}
-	d := Decision{Rule: r.id, Mutation: r.mutation, NeedsApproval: r.needsApproval}
+	d := Decision{Rule: r.id, Mutation: r.mutation, NeedsApproval: r.needsApproval, Scopes: r.scopes}
 	if missing := missingScopes(r.scopes, in.Principal.Scopes); len(missing) > 0 {
 		d.Denial, d.Missing = DeniedScope, missing
 		d.Reason = "missing scopes " + strings.Join(missing, " ")

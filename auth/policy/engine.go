@@ -73,6 +73,9 @@ type Decision struct {
 	NeedsApproval bool
 	// Rule is the id of the rule that decided, "" when none matched.
 	Rule string
+	// Scopes are the scopes the rule requires, in rule order; a downstream token minted
+	// for the call carries no scope outside them. Shared with the rule: do not modify.
+	Scopes []string
 	// Reason explains the decision for logs; it may name params and claims and is never
 	// sent to the caller.
 	Reason string

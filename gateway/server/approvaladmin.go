@@ -26,11 +26,13 @@ type adminCall struct {
 	store     approvalStore
 	principal gateway.Principal
 	scope     string
+	revoke    *revocationAdmin // admin.revocations.* (revokeadmin.go)
 }
 
 // handleAdminRPC serves POST /rpc on the admin listener: the caller is authenticated with
 // the boundary's authenticator (zone operator) before the body is read, then each request
-// of the body (single or batch) runs an admin method, which requires approvals.admin_scope.
+// of the body (single or batch) runs an admin method, which requires approvals.admin_scope
+// (admin.revocations.*: auth.revocation.admin_scope).
 func (s *Server) handleAdminRPC(w http.ResponseWriter, r *http.Request) {
 	rt := s.acquire()
 	defer rt.release()
@@ -55,6 +57,7 @@ func (s *Server) handleAdminRPC(w http.ResponseWriter, r *http.Request) {
 		store:     newApprovalStore(s.kv, rt.cfg.Approvals, rt.now, rt.log),
 		principal: principal,
 		scope:     rt.cfg.Approvals.AdminScope,
+		revoke:    &revocationAdmin{list: s.revocations, principal: principal},
 	}
 	s.writeJSONRPCIn(w, ac.serve(r.Context(), body, rt.limits, traceID), encodingJSON, traceID)
 }
@@ -95,6 +98,9 @@ func (ac *adminCall) serve(ctx context.Context, body []byte, lim jsonrpc.Limits,
 
 // run answers one admin request with its result's JSON.
 func (ac *adminCall) run(ctx context.Context, req *jsonrpc.Request) ([]byte, error) {
+	if isRevocationMethod(req.Method) {
+		return ac.revoke.run(ctx, req) // its own scope, auth.revocation.admin_scope
+	}
 	switch req.Method {
 	case methodApprovalsList, methodApprovalsApprove, methodApprovalsDeny:
 	default:

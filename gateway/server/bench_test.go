@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -75,11 +74,17 @@ func benchGateway(b *testing.B) string {
 // benchGatewayYAML starts a gateway on loopback with routing (and anything else) from extra.
 func benchGatewayYAML(b *testing.B, extra string) string {
 	b.Helper()
+	return benchGatewayConfig(b, "auth: {anonymous: {}}\n"+extra)
+}
+
+// benchGatewayConfig starts a gateway on loopback with every section but server and log
+// from yaml, and returns its JSON-RPC URL.
+func benchGatewayConfig(b *testing.B, yaml string) string {
+	b.Helper()
 	cfg, err := Parse("bench.yaml", []byte(`
 server: {boundary: {addr: "127.0.0.1:0"}, admin: {addr: "127.0.0.1:0"}}
-auth: {anonymous: {}}
 log: {level: error}
-`+extra))
+`+yaml))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -138,7 +143,8 @@ func benchClient() *http.Client {
 // in flight to measure calls/s rather than the latency of one round trip.
 const benchParallelism = 16
 
-func benchPost(b *testing.B, url, body, want string) {
+// benchPost measures calls of body to url; header is name, value pairs sent with each.
+func benchPost(b *testing.B, url, body, want string, header ...string) {
 	b.Helper()
 	client := benchClient()
 	b.ReportAllocs()
@@ -147,7 +153,7 @@ func benchPost(b *testing.B, url, body, want string) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if err := post(client, url, body, want); err != nil {
+			if err := post(client, url, body, want, header...); err != nil {
 				b.Error(err)
 				return
 			}
@@ -157,8 +163,16 @@ func benchPost(b *testing.B, url, body, want string) {
 
 var errUnexpected = errors.New("unexpected response")
 
-func post(client *http.Client, url, body, want string) error {
-	resp, err := client.Post(url, "application/json", strings.NewReader(body))
+func post(client *http.Client, url, body, want string, header ...string) error {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}
@@ -193,15 +207,7 @@ routing:
       methods: {subtract: calculator.v1.CalculatorService/Subtract}
       unwrap: {subtract: result}
 `, addr))
-		for i := 0; ; i++ { // descriptors load in the background
-			if post(benchClient(), url, subtractBody, `"result":19`) == nil {
-				break
-			}
-			if i > 200 {
-				b.Fatal("backend never became ready")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitBackend(b, url)
 		benchPost(b, url, subtractBody, `"result":19`)
 	})
 	b.Run("direct", func(b *testing.B) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -270,7 +271,9 @@ func Default() (*Config, error) {
 	return cfg, nil
 }
 
-// Parse decodes a configuration from data; file names it in errors.
+// Parse decodes a configuration from data; file names it in errors, and relative file paths
+// of the auth section resolve against its directory (against the working directory when
+// file is "", as for the embedded default).
 func Parse(file string, data []byte) (*Config, error) {
 	name := file
 	if name == "" {
@@ -287,6 +290,9 @@ func Parse(file string, data []byte) (*Config, error) {
 	var cfg Config
 	if err := doc.Decode(schema, &cfg); err != nil {
 		return nil, err
+	}
+	if file != "" { // relative paths name files beside the configuration file
+		cfg.Auth = cfg.Auth.WithBaseDir(filepath.Dir(file))
 	}
 	cfg.applyDefaults()
 	if errs := cfg.validate(doc); len(errs) > 0 {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -102,6 +103,11 @@ func startOptions(t *testing.T, cfg *Config, opts Options, level slog.Leveler) *
 	t.Cleanup(func() {
 		if err := ts.stop(); err != nil {
 			t.Errorf("server stopped with %v", err)
+			if strings.Contains(err.Error(), "did not finish") {
+				var dump strings.Builder
+				_ = pprof.Lookup("goroutine").WriteTo(&dump, 1) // what the shutdown waited for
+				t.Logf("goroutines:\n%s", dump.String())
+			}
 		}
 		if t.Failed() {
 			t.Logf("server logs:\n%s", logs.String())

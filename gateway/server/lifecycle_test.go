@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -232,5 +233,37 @@ func TestShutdownGraceExceeded(t *testing.T) {
 	}
 	if err := <-done; err == nil {
 		t.Fatal("a call cut off by the grace period reported success")
+	}
+}
+
+// TestShutdownClosesUnusedConnections: connections that never sent a request (clients and
+// load balancers dial ahead) do not hold the drain: http.Server.Shutdown alone would wait up
+// to 5 s for each to send one, past this 2 s grace.
+func TestShutdownClosesUnusedConnections(t *testing.T) {
+	ts := start(t, strings.Replace(baseConfig, "shutdown_grace: 5s", "shutdown_grace: 2s", 1), nil)
+	var conns []net.Conn
+	for range 3 {
+		c, err := net.Dial("tcp", strings.TrimPrefix(ts.base, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = c.Close() }()
+		conns = append(conns, c)
+	}
+	if _, _, body := ts.post(`{"jsonrpc":"2.0","method":"subtract","params":[3,1],"id":1}`); !strings.Contains(body, `"result":2`) {
+		t.Fatalf("call: %s", body) // the dialled connections have been accepted by now
+	}
+	began := time.Now()
+	if err := ts.stop(); err != nil {
+		t.Fatalf("shutdown with unused connections open: %v", err)
+	}
+	if took := time.Since(began); took > time.Second {
+		t.Fatalf("shutdown took %v", took)
+	}
+	for _, c := range conns {
+		_ = c.SetReadDeadline(time.Now().Add(time.Second))
+		if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil {
+			t.Fatalf("an unused connection is still open: %d, %v", n, err)
+		}
 	}
 }

@@ -23,7 +23,7 @@ func (s *Server) Reload(cfg *Config) error {
 }
 
 func (s *Server) reloadLocked(cfg *Config) error {
-	rt, err := buildRuntime(cfg, s.log, s.opts.Now, s.opts.Targets, s.kv)
+	rt, err := buildRuntime(cfg, s.log, s.opts.Now, s.opts.Targets, s.kv, s.KeyRing, s.revocations)
 	if err != nil {
 		return fmt.Errorf("building configuration: %w", err)
 	}
@@ -39,6 +39,7 @@ func (s *Server) reloadLocked(cfg *Config) error {
 		s.log.Warn("state settings changed; they take effect on restart", "file", cfg.File())
 	}
 	s.setLogLevel(cfg)
+	s.revocations.Configure(cfg.Auth.Revocation)
 	old := s.cur.Swap(rt)
 	s.swapKeyRing(ring)
 	if s.mcp != nil {

@@ -42,8 +42,10 @@ type runtime struct {
 // routed beside the configured ones. The process's NEKTE service, when extra carries it,
 // is routed when cfg has a nekte section, with a capability catalog built from every
 // other target (routeNekte). kv is the process's state store, which the approval stage
-// keeps pending approvals in.
-func buildRuntime(cfg *Config, log *slog.Logger, now func() time.Time, extra map[string]gateway.Target, kv state.KV) (*runtime, error) {
+// keeps pending approvals in; ring returns the process's signing key ring (nil: none), which
+// mints the downstream tokens of the configuration's hops; rev is the process's revocation
+// list, which the authenticator consults.
+func buildRuntime(cfg *Config, log *slog.Logger, now func() time.Time, extra map[string]gateway.Target, kv state.KV, ring func() *auth.KeyRing, rev *auth.Revocations) (*runtime, error) {
 	svc, extra := splitNekte(extra)
 	routes, err := newMCPRoutes(cfg.Routing.MCP)
 	if err != nil {
@@ -51,7 +53,7 @@ func buildRuntime(cfg *Config, log *slog.Logger, now func() time.Time, extra map
 	}
 	// The authenticator is opened first: a configuration whose keys cannot be read (a
 	// missing PEM file, a bad JWKS file) is refused, at startup and on reload.
-	authn, err := auth.Open(context.Background(), cfg.Auth, auth.Options{Logger: log, Now: now})
+	authn, err := auth.Open(context.Background(), cfg.Auth, auth.Options{Logger: log, Now: now, Revocations: rev})
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +68,7 @@ func buildRuntime(cfg *Config, log *slog.Logger, now func() time.Time, extra map
 	}
 	rt := &runtime{
 		cfg:     cfg,
-		handler: pipeline(cfg, table, now, kv, log),
+		handler: pipeline(cfg, table, now, kv, ring, log),
 		auth:    authn,
 		authn:   authn,
 		table:   table,

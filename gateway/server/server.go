@@ -68,6 +68,9 @@ type Server struct {
 	// keyring is the gateway's signing key ring, nil without auth.keyring; opened at start
 	// and anew on every reload, closed at shutdown before the state store.
 	keyring atomic.Pointer[auth.KeyRing]
+	// revocations is the revocation list, over kv: opened at start (re-configured on
+	// reload), closed at shutdown before the state store.
+	revocations *auth.Revocations
 
 	mcp   *mcpFace   // nil when the MCP face is off
 	nekte *nekteCore // nil when NEKTE was off at start
@@ -75,6 +78,7 @@ type Server struct {
 	serving  atomic.Bool
 	draining atomic.Bool
 	ws       wsRegistry
+	fresh    freshConns // boundary connections without a request yet, closed at drain
 }
 
 // New builds the runtime for cfg and binds the boundary and admin listeners, so that
@@ -102,6 +106,7 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	s.boundaryLn = netutil.LimitListener(s.boundaryLn, b.MaxConnections)
 	s.boundary = &http.Server{
 		Handler:           s.withJWKS(s.boundaryHandler()),
+		ConnState:         s.fresh.track,
 		ReadHeaderTimeout: b.ReadHeaderTimeout,
 		ReadTimeout:       b.ReadTimeout,
 		IdleTimeout:       b.IdleTimeout,
@@ -144,14 +149,21 @@ func newServer(cfg *Config, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("building configuration: %w", err)
 	}
 	s.keyring.Store(ring)
+	if err := s.openRevocations(cfg.Auth.Revocation); err != nil {
+		s.swapKeyRing(nil)
+		s.closeState()
+		return nil, fmt.Errorf("building configuration: %w", err)
+	}
 	if err := s.startNekte(cfg); err != nil {
+		s.closeRevocations()
 		s.swapKeyRing(nil)
 		s.closeState()
 		return nil, err
 	}
-	rt, err := buildRuntime(cfg, s.log, opts.Now, s.opts.Targets, s.kv)
+	rt, err := buildRuntime(cfg, s.log, opts.Now, s.opts.Targets, s.kv, s.KeyRing, s.revocations)
 	if err != nil {
 		s.closeNekte(context.Background())
+		s.closeRevocations()
 		s.swapKeyRing(nil)
 		s.closeState()
 		return nil, fmt.Errorf("building configuration: %w", err)
@@ -191,10 +203,11 @@ func (s *Server) closeNekte(ctx context.Context) {
 }
 
 // closeCore retires the runtime, closes the NEKTE service (suspending what still runs), the
-// key ring and then the state store, if the server opened it.
+// revocation list, the key ring and then the state store, if the server opened it.
 func (s *Server) closeCore() {
 	s.closeNekte(context.Background())
 	s.cur.Load().retire()
+	s.closeRevocations()
 	s.swapKeyRing(nil)
 	s.closeState()
 }
@@ -353,7 +366,11 @@ func (s *Server) shutdown() error {
 	s.closeNekte(ctx)
 	var wg sync.WaitGroup
 	var httpErr error
-	wg.Go(func() { httpErr = s.boundary.Shutdown(ctx) })
+	wg.Go(func() {
+		done := make(chan struct{})
+		go func() { defer close(done); httpErr = s.boundary.Shutdown(ctx) }()
+		s.fresh.closeUntil(done)
+	})
 	if s.grpc != nil {
 		s.health.Shutdown() // NOT_SERVING for every service while draining
 		wg.Go(func() { gracefulStopGRPC(ctx, s.grpc) })

@@ -27,6 +27,7 @@ import (
 // name under its services' prefixes.
 type Backend struct {
 	cfg  Config
+	hop  gateway.HopAuth
 	conn *grpc.ClientConn
 	log  *slog.Logger
 	now  func() time.Time
@@ -67,7 +68,7 @@ func New(cfg Config, log *slog.Logger, now func() time.Time) (*Backend, error) {
 		return nil, fmt.Errorf("backend %q: %w", cfg.Name, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &Backend{cfg: cfg, conn: conn, log: log.With("backend", cfg.Name), now: now,
+	b := &Backend{cfg: cfg, hop: cfg.DownstreamToken.HopAuth(cfg.Name), conn: conn, log: log.With("backend", cfg.Name), now: now,
 		stop: cancel, loaded: make(chan struct{}), done: make(chan struct{})}
 	notYet := errors.New("descriptors not loaded yet")
 	b.err.Store(&notYet)

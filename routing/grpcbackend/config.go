@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing/tlsclient"
 )
 
@@ -39,6 +40,9 @@ type Config struct {
 	// SurfaceMetadata lists response header and trailer keys surfaced to the caller: in
 	// error.data.metadata, and on success as Grpc-Metadata-<key> HTTP response headers.
 	SurfaceMetadata []string `yaml:"surface_metadata" json:"surface_metadata,omitempty"`
+	// DownstreamToken is the credential the backend receives on each call (default: a
+	// token minted for it, with the backend's name as audience).
+	DownstreamToken gateway.DownstreamTokenConfig `yaml:"downstream_token" json:"downstream_token"`
 }
 
 // TLSConfig is transport security for a backend connection.
@@ -125,6 +129,9 @@ func (c Config) Validate() error {
 	}
 	if n != 1 {
 		return fmt.Errorf("backend %q: descriptors needs exactly one of file, protos, reflection", c.Name)
+	}
+	if err := c.DownstreamToken.Validate(); err != nil {
+		return fmt.Errorf("backend %q: %w", c.Name, err)
 	}
 	for name, rpc := range c.Methods {
 		if _, _, err := splitRPC(rpc); err != nil {

@@ -60,7 +60,8 @@ func (b *Backend) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Resu
 }
 
 // callContext bounds the RPC by the call's deadline less the reserve and carries the
-// call's identity in metadata.
+// call's identity and the hop's credential in metadata. The metadata is built afresh: no
+// metadata the caller sent, and no outgoing metadata already in ctx, reaches the backend.
 func (b *Backend) callContext(ctx context.Context, call *gateway.Call) (context.Context, context.CancelFunc) {
 	md := metadata.Pairs("x-request-id", call.TraceID)
 	if len(call.TraceID) == 32 {
@@ -69,6 +70,7 @@ func (b *Backend) callContext(ctx context.Context, call *gateway.Call) (context.
 	if !call.ID.IsZero() {
 		md.Append("x-jsonrpc-id", call.ID.Raw())
 	}
+	b.appendHopCredential(ctx, md)
 	ctx = metadata.NewOutgoingContext(ctx, md)
 	if dl, ok := ctx.Deadline(); ok {
 		return context.WithDeadline(ctx, dl.Add(-b.cfg.DeadlineReserve))

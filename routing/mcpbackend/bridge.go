@@ -436,8 +436,10 @@ func (b *Bridge) Unsubscribe(ctx context.Context, uri string) error {
 }
 
 // applySubscription tells every live session of u about a change of subscription: the
-// resources/(un)subscribe RPC, or a new subscriptions/listen filter on 2026-07-28.
+// resources/(un)subscribe RPC, or a new subscriptions/listen filter on 2026-07-28. A
+// subscription is the bridge's, not one caller's: no hop credential goes with it.
 func (u *upstream) applySubscription(ctx context.Context, uri string, on bool) error {
+	ctx = gateway.WithHopToken(ctx, "")
 	var errs []error
 	for i := range u.slots {
 		s := u.slots[i].Load()

@@ -25,26 +25,13 @@ var emptyCompletion = json.RawMessage(`{"completion":{"values":[]}}`)
 // that are not a completion request, CAPABILITY_NOT_FOUND for an unknown reference, and
 // those of CallTool.
 func (b *Bridge) Complete(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	var req mcp.CompleteParams
-	if err := json.Unmarshal(params, &req); err != nil || req.Ref == nil {
-		return nil, gateway.NewError(schemas.CodeInvalidParams).With("reason", "completion/complete takes {ref, argument, context}")
+	req, err := parseComplete(params)
+	if err != nil {
+		return nil, err
 	}
-	var u *upstream
-	switch ref := req.Ref.(type) {
-	case mcp.PromptReference:
-		r, err := lookup(b.routes.Load().prompts, ref.Name, "prompt")
-		if err != nil {
-			return nil, err
-		}
-		ref.Name = r.original
-		req.Ref, u = ref, r.up
-	case mcp.ResourceReference:
-		var err error
-		if u, err = b.templateUpstream(ref.URI); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, gateway.NewError(schemas.CodeInvalidParams).With("reason", "ref must be a ref/prompt or a ref/resource")
+	u, err := b.completeUpstream(&req)
+	if err != nil {
+		return nil, err
 	}
 	declared := true
 	x, err := u.do(ctx, func(ctx context.Context, s *session) error {
@@ -62,6 +49,34 @@ func (b *Bridge) Complete(ctx context.Context, params json.RawMessage) (json.Raw
 		return emptyCompletion, nil
 	}
 	return x.result, nil
+}
+
+// parseComplete decodes the params of a completion/complete request.
+func parseComplete(params json.RawMessage) (mcp.CompleteParams, error) {
+	var req mcp.CompleteParams
+	if err := json.Unmarshal(params, &req); err != nil || req.Ref == nil {
+		return req, gateway.NewError(schemas.CodeInvalidParams).With("reason", "completion/complete takes {ref, argument, context}")
+	}
+	return req, nil
+}
+
+// completeUpstream finds the upstream that owns a completion request's reference; a
+// prompt reference's exposed name is rewritten in req to the upstream's own.
+func (b *Bridge) completeUpstream(req *mcp.CompleteParams) (*upstream, error) {
+	switch ref := req.Ref.(type) {
+	case mcp.PromptReference:
+		r, err := lookup(b.routes.Load().prompts, ref.Name, "prompt")
+		if err != nil {
+			return nil, err
+		}
+		ref.Name = r.original
+		req.Ref = ref
+		return r.up, nil
+	case mcp.ResourceReference:
+		return b.templateUpstream(ref.URI)
+	default:
+		return nil, gateway.NewError(schemas.CodeInvalidParams).With("reason", "ref must be a ref/prompt or a ref/resource")
+	}
 }
 
 // templateUpstream finds the upstream of a resource template by its URI template, or of

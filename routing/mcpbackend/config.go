@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing/tlsclient"
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -66,6 +67,10 @@ type Config struct {
 	// Elicitation is the same policy for elicitation/create requests; "client" relays
 	// form mode only.
 	Elicitation string `yaml:"elicitation" json:"elicitation,omitempty"`
+	// DownstreamToken is the credential the server receives on each call (default: a
+	// token minted for it, with the upstream's name as audience): over HTTP and SSE in
+	// the Authorization header, over stdio in params._meta[MetaKeyAuthorization].
+	DownstreamToken gateway.DownstreamTokenConfig `yaml:"downstream_token" json:"downstream_token"`
 }
 
 // StdioConfig is a child process speaking MCP over stdio.
@@ -297,7 +302,7 @@ func (c Config) validate() error {
 			return fmt.Errorf("%s must be %s, %s or %s", p.key, PolicyRefuse, PolicyClient, PolicyRoute)
 		}
 	}
-	return nil
+	return c.DownstreamToken.Validate()
 }
 
 func (c Config) validateTransport() error {

@@ -81,6 +81,19 @@
 // prompt or resource template; an upstream that does not declare completions has none
 // to offer (an empty completion).
 //
+// # Downstream credential
+//
+// Each upstream's downstream_token section (gateway.DownstreamTokenConfig) says which credential
+// it receives on a call's hop: a token the gateway mints for it (mint, the default; the
+// audience defaults to the upstream's name), the caller's own (passthrough) or none.
+// Target.HopAuth tells the dispatch which, for the upstream the call reaches; the dispatch
+// puts the token in the call's context (gateway.WithHopToken), and the bridge sends it
+// with every request made for that call: over streamable HTTP and SSE as
+// "Authorization: Bearer <token>" (replacing a configured static Authorization header on
+// those requests), over stdio as params._meta[MetaKeyAuthorization]. The requests the
+// bridge makes on its own — initialize, list refreshes, pings, subscriptions — run in
+// contexts of its own and carry none; an upstream whose mode is none never gets one.
+//
 // # Catalog changes
 //
 // notifications/{tools,resources,prompts}/list_changed trigger a refetch (following

@@ -141,7 +141,7 @@ func (s *session) transport(legacyHTTP bool) (transport.Interface, error) {
 		}
 		s.hc = hc
 		opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(hc),
-			transport.WithHTTPHeaders(cfg.HTTP.Headers), transport.WithHTTPLogger(s.up.log)}
+			transport.WithHTTPHeaders(cfg.HTTP.Headers), transport.WithHTTPHeaderFunc(s.up.hopHeaders), transport.WithHTTPLogger(s.up.log)}
 		if legacyHTTP || !slices.ContainsFunc(cfg.ProtocolVersions, mcp.IsModernProtocol) {
 			s.listening = true
 			opts = append(opts, transport.WithContinuousListening()) //nolint:staticcheck // the only way to get list_changed from a handshake-era server
@@ -154,7 +154,7 @@ func (s *session) transport(legacyHTTP bool) (transport.Interface, error) {
 		}
 		s.hc = hc
 		return transport.NewSSE(cfg.SSE.URL, transport.WithHTTPClient(hc),
-			transport.WithHeaders(cfg.SSE.Headers), transport.WithSSELogger(s.up.log))
+			transport.WithHeaders(cfg.SSE.Headers), transport.WithHeaderFunc(s.up.hopHeaders), transport.WithSSELogger(s.up.log))
 	}
 }
 

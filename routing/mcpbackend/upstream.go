@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
 )
 
 // upstream is one configured MCP server: a pool of supervised sessions, its concurrency
@@ -19,6 +21,7 @@ import (
 type upstream struct {
 	bridge *Bridge
 	cfg    Config
+	hop    gateway.HopAuth // from cfg.DownstreamToken
 	log    *slog.Logger
 	ctx    context.Context // ends when the bridge closes
 
@@ -47,7 +50,7 @@ type upstream struct {
 }
 
 func newUpstream(b *Bridge, cfg Config) *upstream {
-	u := &upstream{bridge: b, cfg: cfg, log: b.log.With("upstream", cfg.Name), ctx: b.ctx,
+	u := &upstream{bridge: b, cfg: cfg, hop: cfg.DownstreamToken.HopAuth(cfg.Name), log: b.log.With("upstream", cfg.Name), ctx: b.ctx,
 		slots: make([]atomic.Pointer[session], cfg.Sessions), changed: make(chan struct{}),
 		reason: "connecting", subs: map[string]int{}, refreshCh: make(chan struct{}, 1), loaded: make(chan struct{})}
 	if cfg.MaxConcurrent > 0 {

@@ -24,6 +24,7 @@ import (
 //     mcp-go only does over stdio (client.cancelRequest skips HTTP connections; on the
 //     stateless 2026-07-28 revision ending the HTTP request is the cancellation, so
 //     nothing is sent there);
+//   - it settles the hop credential in params._meta of every request (SendRequest);
 //   - it answers the server's roots/list, sampling/createMessage and elicitation/create
 //     requests by the upstream's configuration (upstream.answer), passing anything else
 //     (ping) to mcp-go. Over streamable HTTP a request that arrives on a call's response
@@ -120,8 +121,20 @@ func (w *wire) SendNotification(ctx context.Context, n mcp.JSONRPCNotification) 
 	return w.inner.SendNotification(ctx, n)
 }
 
-// SendRequest implements transport.Interface.
+// SendRequest implements transport.Interface. Every request leaves through here, so this
+// is where params._meta[MetaKeyAuthorization] is settled: a stdio upstream gets the hop
+// credential of the call whose context ctx is, and any other value is removed. (Over
+// HTTP the credential travels in the Authorization header: upstream.hopHeaders.)
 func (w *wire) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	bearer := ""
+	if w.s.up.cfg.Stdio != nil {
+		bearer = w.s.up.hopBearer(ctx)
+	}
+	params, err := withHopMeta(req.Params, bearer)
+	if err != nil {
+		return nil, err
+	}
+	req.Params = params
 	resp, err := w.inner.SendRequest(ctx, req)
 	if x := exchangeFrom(ctx); x != nil {
 		x.requests++

@@ -1,0 +1,69 @@
+package server
+
+import (
+	"context"
+	"errors"
+
+	"github.com/gatehouse-dev/gatehouse/auth"
+	"github.com/gatehouse-dev/gatehouse/auth/policy"
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/schemas"
+)
+
+// hopTokens returns the hop-token stage: the last before dispatch, it puts in the context
+// the credential the routed target sends its backend (gateway.WithHopToken), chosen by the
+// target's downstream_token mode:
+//
+//   - mint: a token the process's key ring signs for this hop — sub = the caller, act = the
+//     gateway, aud = the target's audience, scopes = the caller's ∩ those the policy rule
+//     that let the call through requires (none without a policy), lifetime = min(the
+//     call's remaining deadline, the ring's max_token_ttl), a fresh jti. Without a key ring
+//     (no auth.keyring section) nothing is minted and the hop carries no credential;
+//   - passthrough: the caller's own bearer token, unchanged (none for callers without one);
+//   - none: no credential.
+//
+// Targets inside the gateway (built-ins, NEKTE) make no hop and get none, which also keeps
+// a call nested in another from inheriting its parent's credential.
+func hopTokens(ring func() *auth.KeyRing) gateway.Middleware {
+	return func(next gateway.Handler) gateway.Handler {
+		return func(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
+			tok, err := hopToken(ctx, ring, call)
+			if err != nil {
+				return nil, err
+			}
+			if tok == "" && gateway.HopToken(ctx) == "" {
+				return next(ctx, call) // nothing to carry, nothing to clear
+			}
+			return next(gateway.WithHopToken(ctx, tok), call)
+		}
+	}
+}
+
+// hopToken returns the credential call's hop carries, "" for none.
+func hopToken(ctx context.Context, ring func() *auth.KeyRing, call *gateway.Call) (string, error) {
+	t, ok := call.Target.(gateway.HopAuthenticated)
+	if !ok {
+		return "", nil
+	}
+	hop := t.HopAuth(call)
+	switch hop.Mode {
+	case gateway.HopPassthrough:
+		return call.Principal.Bearer, nil
+	case gateway.HopMint:
+	default:
+		return "", nil
+	}
+	r := ring()
+	if r == nil || hop.Audience == "" || call.Principal.Subject == "" {
+		return "", nil
+	}
+	d, _ := policy.DecisionFrom(ctx)
+	m, err := r.MintHop(ctx, auth.HopRequest{Caller: call.Principal, Audience: hop.Audience, Required: d.Scopes, Deadline: call.Deadline})
+	switch {
+	case errors.Is(err, auth.ErrHopExpired):
+		return "", gateway.NewError(schemas.CodeDeadlineExceeded)
+	case err != nil:
+		return "", gateway.NewError(schemas.CodeInternal).Wrap(err)
+	}
+	return m.Token, nil
+}
