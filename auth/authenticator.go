@@ -35,6 +35,8 @@ type Authenticator struct {
 	apiKeys   *apiKeys
 	anonymous *anonymous
 	remotes   []*remoteKeys
+	cache     *tokenCache // verified tokens; nil when disabled or without jwt
+	now       func() time.Time
 	revoked   *Revocations
 	closeOnce sync.Once
 }
@@ -53,12 +55,14 @@ func Open(ctx context.Context, cfg Config, opts Options) (*Authenticator, error)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	a := &Authenticator{issuers: map[string]*Verifier{}, guarded: foldSet{}, anonymous: newAnonymous(cfg.Anonymous), revoked: opts.Revocations}
+	a := &Authenticator{issuers: map[string]*Verifier{}, guarded: foldSet{}, anonymous: newAnonymous(cfg.Anonymous), revoked: opts.Revocations,
+		now: opts.Now}
 	var err error
 	if a.apiKeys, err = newAPIKeys(cfg.APIKeys); err != nil {
 		return nil, err
 	}
 	if cfg.JWT != nil {
+		a.cache = newTokenCache(cfg.JWT.Cache)
 		for i, ic := range cfg.JWT.Issuers {
 			if err := a.addIssuer(ctx, ic.withDefaults(), opts); err != nil {
 				_ = a.Close()
@@ -183,6 +187,10 @@ func (a *Authenticator) verifyJWT(ctx context.Context, raw string) (gateway.Prin
 	if len(raw) > a.maxBytes {
 		return gateway.Principal{}, refuse(ReasonTooLarge)
 	}
+	now := a.now()
+	if p, ok := a.cache.get(raw, now); ok {
+		return p, nil
+	}
 	t, r := parseToken(raw, a.guarded)
 	if r != "" {
 		return gateway.Principal{}, refuse(r)
@@ -200,5 +208,8 @@ func (a *Authenticator) verifyJWT(ctx context.Context, raw string) (gateway.Prin
 		return gateway.Principal{}, err
 	}
 	p.Bearer = raw // for a passthrough hop only
+	if exp, r := timeClaim(p.Claims, claimExp); r == "" {
+		a.cache.put(raw, p, exp, now)
+	}
 	return p, nil
 }

@@ -32,6 +32,8 @@ type Config struct {
 type JWTConfig struct {
 	// Issuers are the token issuers trusted; a token's iss claim chooses one.
 	Issuers []IssuerConfig `yaml:"issuers" json:"issuers"`
+	// Cache remembers verified tokens (tokencache.go); on by default.
+	Cache *TokenCacheConfig `yaml:"cache" json:"cache,omitempty"`
 }
 
 // IssuerConfig is one trusted token issuer and where its verification keys come from:
@@ -139,6 +141,9 @@ func (c *JWTConfig) validate() error {
 		return errors.New("jwt.issuers: at least one issuer is required")
 	}
 	var errs []error
+	if c.Cache != nil {
+		errs = append(errs, c.Cache.validate())
+	}
 	seen := map[string]bool{}
 	for i, ic := range c.Issuers {
 		if seen[ic.Issuer] {

@@ -130,7 +130,14 @@ func (f *mcpFace) serve(c *gin.Context) {
 	if r.Method != http.MethodPost && !f.sessions.admit(c.Writer, r) {
 		return
 	}
-	f.handler.ServeHTTP(c.Writer, r)
+	fr := faceRequestOf(r.Context())
+	if r.Method != http.MethodPost || fr == nil {
+		f.handler.ServeHTTP(c.Writer, r)
+		return
+	}
+	w := &refusalWriter{ResponseWriter: c.Writer, fr: fr}
+	f.handler.ServeHTTP(w, r)
+	w.finish(requestOrigin(r) + protectedResourcePath + mcpPath)
 }
 
 // admit checks what the HTTP transports check before mcp-go sees a request: a Host or
@@ -282,6 +289,9 @@ func (f *mcpFace) callTool(method string) mcpserver.ToolHandlerFunc {
 		raw := json.RawMessage(out.result)
 		if out.err != nil {
 			if out.err.Code() != schemas.CodeToolFailed {
+				if fr := faceRequestOf(ctx); fr != nil {
+					fr.refusal = &mcpRefusal{err: out.err, traceID: out.traceID}
+				}
 				return nil, out.err
 			}
 			raw, _ = json.Marshal(out.err.Data()["result"])

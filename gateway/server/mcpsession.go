@@ -29,7 +29,13 @@ import (
 //
 //	base64url(payload) "." base64url(HMAC-SHA256(session_key, payload))
 //	payload = 16 random bytes | issued at (Unix ms, 8 bytes big-endian)
-//	          | the client's capability bits (1 byte) | the negotiated protocol version
+//	          | the client's capability bits (1 byte) | owner (8 bytes)
+//	          | the negotiated protocol version
+//
+// The owner is the first 8 bytes of SHA-256 of the subject that initialized the session:
+// a session ID is bound to its caller, and a request, GET or DELETE presenting it with
+// another caller's credential is answered as for an unknown session (404), so a leaked
+// session ID is no use without its owner's credential.
 //
 // so any process holding mcp_face.session_key validates it without shared memory, until
 // session_ttl after its issue. What a session's later requests need to know of its
@@ -43,7 +49,8 @@ import (
 // Sizes of a session token's payload.
 const (
 	sessionRandBytes  = 16
-	sessionFixedBytes = sessionRandBytes + 8 + 1
+	sessionOwnerBytes = 8
+	sessionFixedBytes = sessionRandBytes + 8 + 1 + sessionOwnerBytes
 	// maxSessionVersionBytes bounds the protocol version carried in a token
 	// ("2025-11-25" is 10 bytes).
 	maxSessionVersionBytes = 32
@@ -127,7 +134,24 @@ type sessionToken struct {
 	name    string
 	issued  time.Time
 	caps    uint8
+	owner   sessionOwner
 	version string
+}
+
+// sessionOwner identifies the caller a session is bound to.
+type sessionOwner [sessionOwnerBytes]byte
+
+// ownerOf returns the owner of the sessions p opens.
+func ownerOf(p gateway.Principal) sessionOwner {
+	sum := sha256.Sum256([]byte(p.Subject))
+	return sessionOwner(sum[:sessionOwnerBytes])
+}
+
+// callerOwns reports whether the caller of ctx (the face's authenticated principal) owns t;
+// a context without one (mcp-go's own bookkeeping) is not asked.
+func callerOwns(ctx context.Context, t sessionToken) bool {
+	p, ok := ctx.Value(principalKey{}).(gateway.Principal)
+	return !ok || ownerOf(p) == t.owner
 }
 
 // sessionSigner issues and verifies session IDs.
@@ -140,8 +164,8 @@ type sessionSigner struct {
 // b64 encodes tokens; strict, so that each token has one spelling.
 var b64 = base64.RawURLEncoding.Strict()
 
-// issue returns a new session ID carrying caps and the protocol version.
-func (s *sessionSigner) issue(caps uint8, version string) string {
+// issue returns a new session ID bound to owner, carrying caps and the protocol version.
+func (s *sessionSigner) issue(owner sessionOwner, caps uint8, version string) string {
 	if len(version) > maxSessionVersionBytes {
 		version = ""
 	}
@@ -149,7 +173,8 @@ func (s *sessionSigner) issue(caps uint8, version string) string {
 	// crypto/rand.Read never fails (it crashes the program instead).
 	_, _ = rand.Read(payload[:sessionRandBytes])
 	binary.BigEndian.PutUint64(payload[sessionRandBytes:], uint64(s.now().UnixMilli()))
-	payload[sessionFixedBytes-1] = caps
+	payload[sessionRandBytes+8] = caps
+	copy(payload[sessionRandBytes+9:], owner[:])
 	payload = append(payload, version...)
 	return b64.EncodeToString(payload) + "." + b64.EncodeToString(s.mac(payload))
 }
@@ -177,7 +202,8 @@ func (s *sessionSigner) verify(id string) (sessionToken, error) {
 	t := sessionToken{
 		name:    enc[:b64.EncodedLen(sessionRandBytes)],
 		issued:  time.UnixMilli(int64(binary.BigEndian.Uint64(payload[sessionRandBytes:]))), //nolint:gosec // signed by us from a positive time
-		caps:    payload[sessionFixedBytes-1],
+		caps:    payload[sessionRandBytes+8],
+		owner:   sessionOwner(payload[sessionRandBytes+9 : sessionFixedBytes]),
 		version: string(payload[sessionFixedBytes:]),
 	}
 	if !s.now().Before(t.expires(s.ttl)) {
@@ -283,12 +309,16 @@ func (m *mcpSessions) ResolveSessionIdManager(r *http.Request) mcpserver.Session
 	return requestSessionIDs{m: m, ctx: r.Context()}
 }
 
-// check verifies a session ID and that it was not terminated: errSessionInvalid,
-// errSessionExpired, errSessionRevoked, or the store's error.
+// check verifies a session ID, that the caller of ctx owns it and that it was not
+// terminated: errSessionInvalid (also for another caller's session), errSessionExpired,
+// errSessionRevoked, or the store's error.
 func (m *mcpSessions) check(ctx context.Context, id string) (sessionToken, error) {
 	t, err := m.signer.verify(id)
 	if err != nil {
 		return t, err
+	}
+	if !callerOwns(ctx, t) {
+		return sessionToken{}, errSessionInvalid
 	}
 	revoked, err := m.table.revoked(ctx, t.name)
 	switch {
@@ -328,8 +358,9 @@ func (m *mcpSessions) admit(w http.ResponseWriter, r *http.Request) bool {
 
 // faceRequest is what the face learned of an HTTP request before mcp-go handles it.
 type faceRequest struct {
-	body   []byte // the POST body, read before mcp-go saw it
-	minted bool   // a session ID was issued for this request (an initialize)
+	body    []byte      // the POST body, read before mcp-go saw it
+	minted  bool        // a session ID was issued for this request (an initialize)
+	refusal *mcpRefusal // the pipeline refused the tool call this request made (mcprefusal.go)
 }
 
 type faceRequestKey struct{}
@@ -355,6 +386,7 @@ func (s requestSessionIDs) Generate() string {
 		} `json:"params"`
 	}
 	var version string
+	p, _ := s.ctx.Value(principalKey{}).(gateway.Principal)
 	fr := faceRequestOf(s.ctx)
 	if fr != nil {
 		fr.minted = true
@@ -362,7 +394,7 @@ func (s requestSessionIDs) Generate() string {
 			version = mcp.NegotiateLegacyVersion(init.Params.ProtocolVersion)
 		}
 	}
-	return s.m.signer.issue(capabilityBits(init.Params.Capabilities), version)
+	return s.m.signer.issue(ownerOf(p), capabilityBits(init.Params.Capabilities), version)
 }
 
 // Validate implements mcpserver.SessionIdManager.
@@ -374,11 +406,14 @@ func (s requestSessionIDs) Validate(id string) (bool, error) {
 	return false, err
 }
 
-// Terminate revokes the session until its token expires (a client's DELETE).
+// Terminate revokes the session until its token expires (a client's DELETE by its owner).
 func (s requestSessionIDs) Terminate(id string) (bool, error) {
 	t, err := s.m.signer.verify(id)
 	if err != nil {
 		return false, err
+	}
+	if !callerOwns(s.ctx, t) {
+		return false, errSessionInvalid
 	}
 	if err := s.m.table.revoke(s.ctx, t.name, max(s.m.remaining(t), time.Millisecond)); err != nil {
 		return false, fmt.Errorf("revoking the mcp session: %w", err)
@@ -389,7 +424,7 @@ func (s requestSessionIDs) Terminate(id string) (bool, error) {
 // serverSessionIDs is the session ID manager mcp-go uses outside requests.
 type serverSessionIDs struct{ m *mcpSessions }
 
-func (s serverSessionIDs) Generate() string { return s.m.signer.issue(0, "") }
+func (s serverSessionIDs) Generate() string { return s.m.signer.issue(sessionOwner{}, 0, "") }
 
 func (s serverSessionIDs) Validate(id string) (bool, error) {
 	_, err := s.m.signer.verify(id)

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -236,7 +238,7 @@ func TestMCPSessionRefused(t *testing.T) {
 		}
 		return "A" + s[1:]
 	}
-	forged := (&sessionSigner{key: []byte(otherSessionKey), ttl: time.Hour, now: time.Now}).issue(0, "2025-06-18")
+	forged := (&sessionSigner{key: []byte(otherSessionKey), ttl: time.Hour, now: time.Now}).issue(sessionOwner{}, 0, "2025-06-18")
 	if status, _, body := mcpExchange(t, hc, http.MethodPost, url, sid, toolsListBody); status != http.StatusOK {
 		t.Fatalf("valid session: %d %s", status, body)
 	}
@@ -358,7 +360,7 @@ func TestMCPSessionExpiry(t *testing.T) {
 	t.Cleanup(func() { _ = kv.Close() })
 	m := newMCPSessions(MCPFaceConfig{SessionKey: testSessionKey, SessionTTL: ttl}, kv, clock.now, slog.New(slog.DiscardHandler))
 	ctx := context.Background()
-	id := m.signer.issue(capSampling, "2025-06-18")
+	id := m.signer.issue(sessionOwner{}, capSampling, "2025-06-18")
 	tok, err := m.check(ctx, id)
 	if err != nil {
 		t.Fatal(err)
@@ -366,7 +368,7 @@ func TestMCPSessionExpiry(t *testing.T) {
 	if err := m.table.save(ctx, tok.name, sessionRecord{ProtocolVersion: "2025-06-18"}, m.remaining(tok)); err != nil {
 		t.Fatal(err)
 	}
-	other := m.signer.issue(0, "")
+	other := m.signer.issue(sessionOwner{}, 0, "")
 	otherTok, _ := m.signer.verify(other)
 	if _, err := (requestSessionIDs{m: m, ctx: ctx}).Terminate(other); err != nil {
 		t.Fatal(err)
@@ -413,7 +415,7 @@ func TestSessionToken(t *testing.T) {
 		{capabilitiesOf(0xff), "2025-11-25"},
 	} {
 		bits := capabilityBits(tt.caps)
-		id := s.issue(bits, tt.version)
+		id := s.issue(sessionOwner{}, bits, tt.version)
 		tok, err := s.verify(id)
 		if err != nil || tok.caps != bits || tok.version != tt.version || capabilityBits(capabilitiesOf(tok.caps)) != bits {
 			t.Errorf("issue(%08b, %q) → %+v, %v", bits, tt.version, tok, err)
@@ -469,5 +471,56 @@ func TestMCPFaceSessionConfig(t *testing.T) {
 				t.Fatalf("session_key %q, session_ttl %v", cfg.MCPFace.SessionKey, cfg.MCPFace.SessionTTL)
 			}
 		})
+	}
+}
+
+// TestMCPSessionBoundToCaller: a session ID is bound to the caller that initialized it:
+// another caller presenting it — to call, to listen, to terminate it — is answered as for
+// an unknown session, and the owner's session goes on untouched.
+func TestMCPSessionBoundToCaller(t *testing.T) {
+	hash := func(key string) string {
+		sum := sha256.Sum256([]byte(key))
+		return "sha256:" + hex.EncodeToString(sum[:])
+	}
+	yaml := strings.Replace(faceConfig("127.0.0.1:0", "", "session_key: "+testSessionKey), "auth:\n  anonymous: {}\n",
+		fmt.Sprintf("auth:\n  api_keys:\n    - {name: alice, hash: %q}\n    - {name: bob, hash: %q}\n", hash("alice-key"), hash("bob-key")), 1)
+	ts := startWith(t, yaml, Options{})
+	hc := httpClient(t)
+	url := ts.base + "/mcp"
+	as := func(key, method, sid, body string) (int, http.Header) {
+		req, err := http.NewRequest(method, url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("X-API-Key", key)
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp.StatusCode, resp.Header
+	}
+	status, hdr := as("alice-key", http.MethodPost, "", initializeBody)
+	sid := hdr.Get("Mcp-Session-Id")
+	if status != http.StatusOK || sid == "" {
+		t.Fatalf("alice's initialize: %d", status)
+	}
+	for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		if status, _ := as("bob-key", method, sid, toolsListBody); status != http.StatusNotFound {
+			t.Errorf("bob's %s on alice's session: %d, want 404", method, status)
+		}
+	}
+	if status, _ := as("alice-key", http.MethodPost, sid, toolsListBody); status != http.StatusOK {
+		t.Fatalf("alice's own session after bob's attempts: %d", status)
+	}
+	if status, _ := as("alice-key", http.MethodDelete, sid, ""); status != http.StatusOK {
+		t.Fatalf("alice terminates her session: %d", status)
 	}
 }
