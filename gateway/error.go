@@ -101,7 +101,7 @@ func AsError(err error) *Error {
 func wrapIfContextError(err error) *Error {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return NewError(schemas.CodeDeadlineExceeded).With("layer", "gateway").Wrap(err)
+		return ErrDeadline(LayerGateway).Wrap(err)
 	case errors.Is(err, context.Canceled):
 		return NewError(schemas.CodeCancelled).Wrap(err)
 	default:

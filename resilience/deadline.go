@@ -5,14 +5,15 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
-	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
 // DeadlineConfig is the deadline section of the configuration file.
 //
 // Every call has an absolute deadline: the caller's (the X-Deadline-Ms header or
 // params.deadline_ms, epoch milliseconds), else now + Default; never later than now + Max.
-// A call with less than MinRemaining left is refused before any work is done.
+// A call with less than MinRemaining left is refused before any work is done. Every hop to a
+// backend sends the deadline on less Reserve, kept for the response's trip back, and is not
+// attempted when less than MinRemaining would be left of it (gateway.HopBudget).
 type DeadlineConfig struct {
 	// Default is the time a call may take when the caller names no deadline.
 	Default time.Duration `yaml:"default" json:"default,omitempty"`
@@ -20,6 +21,10 @@ type DeadlineConfig struct {
 	Max time.Duration `yaml:"max" json:"max,omitempty"`
 	// MinRemaining (ε) is the least useful time left: below it a call is refused at once.
 	MinRemaining time.Duration `yaml:"min_remaining" json:"min_remaining,omitempty"`
+	// Reserve is kept back from the call's deadline on every hop for the response's trip
+	// back: a backend is sent the deadline less Reserve (a gRPC backend's own
+	// deadline_reserve overrides it). At most MaxReserve.
+	Reserve time.Duration `yaml:"reserve" json:"reserve,omitempty"`
 }
 
 // Default deadline settings.
@@ -27,6 +32,9 @@ const (
 	DefaultDeadline     = 30 * time.Second
 	DefaultMaxDeadline  = 5 * time.Minute
 	DefaultMinRemaining = 50 * time.Millisecond
+	DefaultReserve      = 5 * time.Millisecond
+	// MaxReserve bounds Reserve (and a backend's deadline_reserve).
+	MaxReserve = gateway.MaxReserve
 )
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -40,7 +48,15 @@ func (c DeadlineConfig) WithDefaults() DeadlineConfig {
 	if c.MinRemaining == 0 {
 		c.MinRemaining = DefaultMinRemaining
 	}
+	if c.Reserve == 0 {
+		c.Reserve = DefaultReserve
+	}
 	return c
+}
+
+// Budget returns what each hop of a call keeps back from its deadline.
+func (c DeadlineConfig) Budget() gateway.HopBudget {
+	return gateway.HopBudget{Reserve: c.Reserve, MinRemaining: c.MinRemaining}
 }
 
 // Resolve returns the absolute deadline for a request (or a whole batch) that arrived at
@@ -71,9 +87,11 @@ func earliest(a, b time.Time) time.Time {
 
 // Deadline returns the deadline stage: it refuses a call whose remaining time is below
 // MinRemaining with DEADLINE_EXCEEDED (error.data.layer = "boundary") and otherwise runs the
-// rest of the pipeline under a context bounded by the call's deadline.
+// rest of the pipeline under a context bounded by the call's deadline and carrying the hop
+// budget (Reserve, MinRemaining) every target applies to its own hop.
 func Deadline(cfg DeadlineConfig, now func() time.Time) gateway.Middleware {
 	cfg = cfg.WithDefaults()
+	budget := cfg.Budget()
 	return func(next gateway.Handler) gateway.Handler {
 		return func(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
 			if call.Deadline.IsZero() {
@@ -81,12 +99,11 @@ func Deadline(cfg DeadlineConfig, now func() time.Time) gateway.Middleware {
 			}
 			remaining := call.Deadline.Sub(now())
 			if remaining < cfg.MinRemaining {
-				return nil, gateway.NewError(schemas.CodeDeadlineExceeded).
-					With("layer", "boundary").
+				return nil, gateway.ErrDeadline(gateway.LayerBoundary).
 					With("remaining_ms", max(remaining.Milliseconds(), 0)).
 					With("min_remaining_ms", cfg.MinRemaining.Milliseconds())
 			}
-			ctx, cancel := context.WithDeadline(ctx, call.Deadline)
+			ctx, cancel := context.WithDeadline(gateway.WithHopBudget(ctx, budget), call.Deadline)
 			res, err := next(ctx, call)
 			if res != nil && res.Stream != nil {
 				res.Stream = gateway.AfterClose(res.Stream, cancel) // the stream runs under the deadline

@@ -97,3 +97,57 @@ func TestDeadlineStage(t *testing.T) {
 		}
 	})
 }
+
+// TestDeadlineStageCarriesTheHopBudget: every hop below the stage finds the configured
+// reserve and ε in its context; zero values take the defaults.
+func TestDeadlineStageCarriesTheHopBudget(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  resilience.DeadlineConfig
+		want gateway.HopBudget
+	}{
+		{"configured", resilience.DeadlineConfig{Reserve: 20 * time.Millisecond, MinRemaining: 80 * time.Millisecond},
+			gateway.HopBudget{Reserve: 20 * time.Millisecond, MinRemaining: 80 * time.Millisecond}},
+		{"defaults", resilience.DeadlineConfig{},
+			gateway.HopBudget{Reserve: resilience.DefaultReserve, MinRemaining: resilience.DefaultMinRemaining}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got gateway.HopBudget
+			next := func(ctx context.Context, _ *gateway.Call) (*gateway.Result, error) {
+				got = gateway.HopBudgetFrom(ctx)
+				return gateway.NewResult(nil), nil
+			}
+			h := gateway.Chain(next, resilience.Deadline(tt.cfg, func() time.Time { return t0 }))
+			if _, err := h(context.Background(), &gateway.Call{Deadline: t0.Add(time.Second)}); err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("budget %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// BenchmarkDeadlineStage measures the stage's cost per call (the deadline context and the
+// hop budget it carries) against a pass-through stage; report the ratio of the two ns/op.
+func BenchmarkDeadlineStage(b *testing.B) {
+	terminal := func(context.Context, *gateway.Call) (*gateway.Result, error) { return gateway.NewResult(nil), nil }
+	pass := func(next gateway.Handler) gateway.Handler {
+		return func(ctx context.Context, c *gateway.Call) (*gateway.Result, error) { return next(ctx, c) }
+	}
+	for _, bm := range []struct {
+		name string
+		mw   gateway.Middleware
+	}{{"pass-through", pass}, {"deadline", resilience.Deadline(resilience.DeadlineConfig{}, time.Now)}} {
+		b.Run(bm.name, func(b *testing.B) {
+			h := gateway.Chain(terminal, bm.mw)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := h(context.Background(), &gateway.Call{Deadline: time.Now().Add(time.Second)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

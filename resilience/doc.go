@@ -1,4 +1,9 @@
 // Package resilience holds the pipeline stages that keep the gateway and its backends
-// healthy: deadlines now; circuit breakers, admission control, rate limits, retries and
-// idempotency as they land. Each stage owns its config struct beside its constructor.
+// healthy under failure and overload: deadlines (the boundary's refusal and the hop budget
+// every hop applies), rate limits (token buckets over the state store), idempotency (one
+// run per key, replayed), admission control (a global adaptive concurrency limit and
+// per-backend queues with backpressure), a single safe retry with a budget, and circuit
+// breakers. Each stage owns its config struct beside its constructor; gateway/server wires
+// them into the pipeline in the order chain.go documents. docs/resilience.md is the
+// operator's guide.
 package resilience

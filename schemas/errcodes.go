@@ -72,7 +72,9 @@ const (
 // HTTP is the status used when the error ends an HTTP exchange before a JSON-RPC response
 // can be written, and by faces that speak plain HTTP. A JSON-RPC error inside a normal
 // JSON-RPC response travels with HTTP 200 (clients such as the NEKTE reference treat any
-// non-2xx status as a transport failure).
+// non-2xx status as a transport failure), except that the response to a single request
+// refused with 4002, 4003, 5001 or 5002 takes this status, so HTTP intermediaries can act
+// on it — but for nekte.* methods (docs/protocol.md).
 type Kind struct {
 	Code    Code
 	Name    string

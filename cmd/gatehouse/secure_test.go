@@ -268,8 +268,17 @@ func TestSecureExample(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(tt.method, func(t *testing.T) {
 				r, rr := g.call(false, tt.token, tt.method, tt.params)
-				if r.status != http.StatusOK || rr.Error == nil || rr.Error.Code != 4002 {
-					t.Fatalf("got %d %s, want 4002", r.status, r.body)
+				if strings.HasPrefix(tt.method, "nekte.") { // the NEKTE wire contract: errors with 200
+					if r.status != http.StatusOK || rr.Error == nil || rr.Error.Code != 4002 {
+						t.Fatalf("got %d %s, want 200 with 4002", r.status, r.body)
+					}
+				} else {
+					if r.status != http.StatusForbidden || rr.Error == nil || rr.Error.Code != 4002 {
+						t.Fatalf("got %d %s, want 403 with 4002", r.status, r.body)
+					}
+					if want := `error="insufficient_scope", scope="` + strings.Join(tt.missing, " ") + `"`; !strings.Contains(r.header.Get("WWW-Authenticate"), want) {
+						t.Fatalf("WWW-Authenticate %q lacks %s", r.header.Get("WWW-Authenticate"), want)
+					}
 				}
 				if got := strings.Fields(strings.Trim(fmt.Sprint(rr.Error.Data["missing_scopes"]), "[]")); !slices.Equal(got, tt.missing) {
 					t.Fatalf("missing_scopes %v, want %v", got, tt.missing)

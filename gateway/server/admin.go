@@ -22,7 +22,11 @@ func (s *Server) adminHandler() http.Handler {
 }
 
 // handleReady answers 200 once the server serves with every target ready, and 503 while
-// starting, draining, or with a target not ready (named in the body).
+// starting, draining, or with a target not ready (named in the body). Breakers that are
+// open or half-open are listed under "breakers" either way, but do not by themselves make
+// the gateway not ready: a breaker guards one backend, every replica sees the same
+// backend, and taking replicas out of rotation for it would refuse the calls of every
+// other backend too, which the breaker already spares by failing fast.
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case s.draining.Load():
@@ -36,11 +40,14 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	defer rt.release()
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
+	body, status := map[string]any{statusKey: "ready"}, http.StatusOK
 	if problems := rt.ready(ctx); len(problems) > 0 {
-		writeJSONStatus(w, http.StatusServiceUnavailable, map[string]any{statusKey: "not ready", "targets": problems})
-		return
+		body, status = map[string]any{statusKey: "not ready", "targets": problems}, http.StatusServiceUnavailable
 	}
-	writeJSONStatus(w, http.StatusOK, map[string]any{statusKey: "ready"})
+	if tripped := rt.cfg.trippedBreakers(); len(tripped) > 0 {
+		body["breakers"] = tripped
+	}
+	writeJSONStatus(w, status, body)
 }
 
 func writeJSONStatus(w http.ResponseWriter, status int, v any) {

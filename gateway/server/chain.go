@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/auth"
-
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/gateway/state"
 	"github.com/gatehouse-dev/gatehouse/resilience"
@@ -15,13 +14,11 @@ import (
 // pipeline returns the handler every call of one configuration runs through. The order of
 // the stages lives here and only here; a call passes them top to bottom:
 //
-//	deadline → route → policy → approval → hop token → dispatch
+//	deadline → rate limit → route → policy → approval → idempotency → admission → retry → breaker → hop token → dispatch
 //
-// The full order the stages take as they land is
-// trace → metrics → deadline → authorize → rate limit → idempotency → admission → route →
-// policy → approval → breaker/retry → hop token → dispatch. Authentication runs at ingress, before decoding; the
-// policy stage runs after route because it decides on the target the call reaches. A stage whose config section is absent is passed as nil and is
-// not in the chain. The trace id is assigned at ingress, before decoding.
+// Authentication runs at ingress, before decoding, and the trace id is assigned there too;
+// the policy stage runs after route because it decides on the target the call reaches. A stage whose config section is
+// absent is passed as nil and is not in the chain.
 //
 // kv is the process's state store (pending approvals live there, beyond one configuration);
 // ring returns the process's signing key ring, which mints downstream tokens; log receives
@@ -29,8 +26,13 @@ import (
 func pipeline(cfg *Config, table *routing.Table, now func() time.Time, kv state.KV, ring func() *auth.KeyRing, log *slog.Logger) gateway.Handler {
 	return gateway.Chain(routing.Dispatch,
 		// deadline: always on — refuses a call with less than ε left, then bounds its context
-		// by the call's absolute deadline so no stage below can wait past it.
+		// by the call's absolute deadline so no stage below can wait past it, and gives every
+		// hop the reserve and ε it applies to its own deadline (gateway.HopBudget).
 		resilience.Deadline(cfg.Deadline, now),
+		// rate limit: one token from the caller's bucket of the most specific rule for the
+		// method and its tier, kept in the state store; an empty bucket refuses with 5001
+		// and retry_after_ms, before the call costs a route. Nil without rate_limits.
+		cfg.rateLimitChainStage(kv, now, log),
 		// route: method → target, or METHOD_NOT_FOUND.
 		table.Route,
 		// policy: zone → rule → scopes → condition (auth/policy); refuses with 4002
@@ -41,6 +43,28 @@ func pipeline(cfg *Config, table *routing.Table, now func() time.Time, kv state.
 		// until an operator approves it (it runs), denies it or it expires (4003); in the
 		// chain whenever the policy stage is.
 		cfg.approvalChainStage(kv, now, log),
+		// idempotency: strips params.idempotency_key; a state-changing call with one runs
+		// once per caller, method and key — repeats replay its kept success or wait for it,
+		// the same key with other params is -32602. After approval, so only an approved call
+		// is recorded. Nil without idempotency.
+		cfg.idempotencyChainStage(kv, log),
+		// admission: the global adaptive concurrency limit (operator-zone calls bypass it),
+		// then the target's concurrency limit and queue — past Q_max a call is held in
+		// proportion to the excess, past 2·Q_max it is refused at once; refusals are 5002
+		// with retry_after_ms. Above retry, so a retried call keeps its place. Nil without
+		// admission.
+		cfg.admissionChainStage(table, now, log),
+		// retry: one more attempt, after a short back-off, of a call that failed with
+		// UNAVAILABLE before its request reached the backend — when its mutation class is
+		// READ_ONLY or IDEMPOTENT_WRITE or it carries an idempotency key, it is no NEKTE
+		// task, has not read its input, has more than 2ε left, and its backend's retry
+		// budget has room. Above the breaker, so each attempt is judged by it. Nil without
+		// retries.
+		cfg.retryChainStage(),
+		// breaker: one circuit breaker per backend; an open one refuses at once with
+		// CIRCUIT_OPEN and retry_after_ms, backend faults (not the caller's mistakes) in a
+		// sliding window open it. Nil without breakers.
+		cfg.breakerChainStage(),
 		// hop token: the credential the target sends its backend — a token minted for this
 		// hop (caller's scopes ∩ the rule's, aud = the target, lifetime ≤ the deadline), the
 		// caller's own (passthrough) or none, as the target's downstream_token says.

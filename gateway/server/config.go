@@ -34,17 +34,39 @@ type Config struct {
 	Routing   routing.Config            `yaml:"routing" json:"routing"`
 	Log       observability.LogConfig   `yaml:"log" json:"log"`
 	State     state.Config              `yaml:"state" json:"state"`
+	// SSE bounds the event streams of the boundary's JSON-RPC face (stream.go); it always
+	// applies, with defaults when absent.
+	SSE SSEConfig `yaml:"sse" json:"sse"`
 	// Policy is the authorization policy (auth/policy); absent, the policy stage is not in
 	// the chain.
 	Policy *policy.Config `yaml:"policy" json:"policy,omitempty"`
 	// Approvals governs calls the policy holds for a human's approval (approval.go); it
 	// takes effect whenever Policy is set, with defaults when absent.
 	Approvals ApprovalsConfig `yaml:"approvals" json:"approvals,omitzero"`
+	// RateLimits are token buckets per caller, method pattern and tier
+	// (resilience/ratelimit.go); absent, the rate-limit stage is not in the chain.
+	RateLimits *resilience.RateLimitConfig `yaml:"rate_limits" json:"rate_limits,omitempty"`
+	// Idempotency honours params.idempotency_key (resilience/idempotency.go); absent, the
+	// idempotency stage is not in the chain.
+	Idempotency *resilience.IdempotencyConfig `yaml:"idempotency" json:"idempotency,omitempty"`
+	// Breakers are the backends' circuit breakers (resilience/breaker.go); absent, the
+	// breaker stage is not in the chain.
+	Breakers *resilience.BreakersConfig `yaml:"breakers" json:"breakers,omitempty"`
+	// Retries governs the one retry of a call that never reached its backend
+	// (resilience/retry.go); absent, the retry stage is not in the chain.
+	Retries *resilience.RetryConfig `yaml:"retries" json:"retries,omitempty"`
+	// Admission is admission control and backpressure: the global adaptive concurrency
+	// limit and each target's concurrency limit and queue (resilience/admission.go);
+	// absent, the admission stage is not in the chain.
+	Admission *resilience.AdmissionConfig `yaml:"admission" json:"admission,omitempty"`
 
 	// file is where the configuration was read from ("" for the embedded default).
 	file string
 	// policy is Policy compiled by validate, so a reload builds it once, beside the old one.
 	policy *policy.Engine
+	// breakers are the breakers the breaker stage of this configuration's runtime made
+	// (breakers.go), for the readiness detail; nil without a breakers section.
+	breakers *resilience.Breakers
 }
 
 // ServerConfig is the server section: listeners and process lifecycle. Listener settings
@@ -114,15 +136,32 @@ type WebSocketConfig struct {
 	PongTimeout  time.Duration `yaml:"pong_timeout" json:"pong_timeout,omitempty"`
 	// WriteTimeout bounds writing one message.
 	WriteTimeout time.Duration `yaml:"write_timeout" json:"write_timeout,omitempty"`
-	// SendQueue is how many responses may wait to be written; a consumer that lets it fill
-	// is disconnected as too slow.
+	// SendQueue is how many responses may wait to be written; a response that finds the
+	// queue full waits for room up to half WriteTimeout, and a consumer whose queue stays
+	// full that long is disconnected as too slow.
 	SendQueue int `yaml:"send_queue" json:"send_queue,omitempty"`
+	// SendQueueBytes bounds the bytes waiting to be written as SendQueue bounds the
+	// messages. One message larger than the bound is still queued when nothing else is.
+	SendQueueBytes int64 `yaml:"send_queue_bytes" json:"send_queue_bytes,omitempty"`
 	// InputQueue bounds the messages a client-streaming call may have waiting ($/stream/send);
 	// past it the call fails with OVERLOADED.
 	InputQueue int `yaml:"input_queue" json:"input_queue,omitempty"`
 	// AllowedOrigins lists the browser origins allowed to connect; "*" allows any. Requests
 	// without an Origin header (non-browser clients) are always allowed.
 	AllowedOrigins []string `yaml:"allowed_origins" json:"allowed_origins,omitempty"`
+}
+
+// SSEConfig bounds each event stream of the JSON-RPC face over HTTP (a streamed result,
+// progress, a stream of named events): what waits to be written is bounded in events and
+// bytes, and a consumer whose queue stays full for half server.boundary.write_timeout (the
+// bound on writing one event) is cut off as too slow, after a final "error" event when it
+// can still be written.
+type SSEConfig struct {
+	// SendQueue is how many events may wait to be written.
+	SendQueue int `yaml:"send_queue" json:"send_queue,omitempty"`
+	// SendQueueBytes bounds their bytes; one event larger than the bound is still queued
+	// when nothing else is.
+	SendQueueBytes int64 `yaml:"send_queue_bytes" json:"send_queue_bytes,omitempty"`
 }
 
 // Defaults for every limit.
@@ -148,6 +187,8 @@ const (
 	DefaultWSWriteTimeout    = 10 * time.Second
 	DefaultWSSendQueue       = 256
 	DefaultWSInputQueue      = 64
+	DefaultSendQueueBytes    = 1 << 20
+	DefaultSSESendQueue      = 256
 )
 
 // applyDefaults fills every zero limit with its default.
@@ -180,7 +221,10 @@ func (c *Config) applyDefaults() {
 		setDefault(&ws.WriteTimeout, DefaultWSWriteTimeout)
 		setDefault(&ws.SendQueue, DefaultWSSendQueue)
 		setDefault(&ws.InputQueue, DefaultWSInputQueue)
+		setDefault(&ws.SendQueueBytes, DefaultSendQueueBytes)
 	}
+	setDefault(&c.SSE.SendQueue, DefaultSSESendQueue)
+	setDefault(&c.SSE.SendQueueBytes, DefaultSendQueueBytes)
 	c.Deadline = c.Deadline.WithDefaults()
 	c.Approvals = c.Approvals.withDefaults()
 }
@@ -217,6 +261,12 @@ func (c *Config) validate(doc *config.Document) config.ErrorList {
 	if c.Deadline.MinRemaining >= c.Deadline.Default {
 		bad("deadline.min_remaining", "min_remaining (%s) must be shorter than default (%s)", c.Deadline.MinRemaining, c.Deadline.Default)
 	}
+	if c.Deadline.Reserve > resilience.MaxReserve {
+		bad("deadline.reserve", "reserve (%s) is longer than %s", c.Deadline.Reserve, resilience.MaxReserve)
+	}
+	if c.Deadline.Reserve+c.Deadline.MinRemaining >= c.Deadline.Default {
+		bad("deadline.reserve", "reserve + min_remaining (%s) must be shorter than default (%s)", c.Deadline.Reserve+c.Deadline.MinRemaining, c.Deadline.Default)
+	}
 	if f := c.MCPFace; f != nil && f.SessionKey != "" && len(f.SessionKey) < MinSessionKeyBytes {
 		bad("mcp_face.session_key", "the key is %d bytes long: it must have at least %d (for example the output of `openssl rand -base64 48`)",
 			len(f.SessionKey), MinSessionKeyBytes)
@@ -242,6 +292,15 @@ func (c *Config) validate(doc *config.Document) config.ErrorList {
 		bad(p.Path, "%s", p.Msg)
 	}
 	errs = append(errs, c.Approvals.validate(doc)...)
+	errs = append(errs, c.validateRateLimits(doc)...)
+	errs = append(errs, c.validateIdempotency(doc)...)
+	errs = append(errs, c.validateBreakers(doc)...)
+	errs = append(errs, c.validateRetries(doc)...)
+	if a := c.Admission; a != nil {
+		for _, p := range a.WithDefaults().Validate() {
+			bad("admission."+p.Path, "%s", p.Msg)
+		}
+	}
 	if err := c.Routing.Validate(); err != nil {
 		bad("routing", "%v", err)
 	}

@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
+	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/codecs/nekte"
-	"github.com/gatehouse-dev/gatehouse/codecs/sse"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
@@ -98,56 +96,28 @@ func appendEventNote(dst []byte, id jsonrpc.ID, name string, data []byte) []byte
 }
 
 // deliverEvents makes the HTTP response a stream of s's named events (exchange.events):
-// the headers go out at once, each event is flushed as it comes, and a stream that fails
-// ends with an "error" event. The response ends when it returns; its outcome is not
-// written. A caller that goes away cancels ctx, which ends the stream (the caller of
-// deliverEvents closes it).
+// the headers go out at once, each event is queued for the stream's writer as it comes
+// (see sseWriter), and a stream that fails ends with an "error" event. The response ends
+// when it returns; its outcome is not written. A caller that goes away cancels ctx, which
+// ends the stream (the caller of deliverEvents closes it).
 func (sw *sseWriter) deliverEvents(ctx context.Context, id jsonrpc.ID, s gateway.Stream) outcome {
-	if err := sw.beginNamed(); err != nil {
-		return outcome{err: gateway.AsError(err), id: id}
-	}
-	out := relayEvents(ctx, id, s, sw.namedEvent)
+	sw.beginNamed()
+	out := relayEvents(ctx, id, s, sw.send)
 	if out.err != nil && ctx.Err() == nil {
-		_ = sw.errorEvent(out.err)
+		sw.finish(func(bool) []byte {
+			frame, _ := nekte.AppendEvent(nil, nekte.ErrorEvent{Code: out.err.Code(), Message: out.err.Message()})
+			return frame
+		})
 	}
+	sw.finish(nil)
 	return out
 }
 
 // beginNamed makes the response a stream of named events and sends its headers.
-func (sw *sseWriter) beginNamed() error {
+func (sw *sseWriter) beginNamed() {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	sw.named = true
 	sw.startLocked()
-	return http.NewResponseController(sw.w).Flush()
-}
-
-// namedEvent writes one named event and flushes it, within the write timeout.
-func (sw *sseWriter) namedEvent(name string, data []byte) error {
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	sw.buf = sse.AppendEvent(sw.buf[:0], name, data)
-	return sw.flushBufLocked()
-}
-
-// errorEvent writes the "error" event that ends a failed stream.
-func (sw *sseWriter) errorEvent(e *gateway.Error) error {
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	buf, err := nekte.AppendEvent(sw.buf[:0], nekte.ErrorEvent{Code: e.Code(), Message: e.Message()})
-	if err != nil {
-		return err
-	}
-	sw.buf = buf
-	return sw.flushBufLocked()
-}
-
-// flushBufLocked writes sw.buf and flushes it, within the write timeout; sw.mu is held.
-func (sw *sseWriter) flushBufLocked() error {
-	rc := http.NewResponseController(sw.w)
-	_ = rc.SetWriteDeadline(time.Now().Add(sw.writeTimeout))
-	if _, err := sw.w.Write(sw.buf); err != nil {
-		return err
-	}
-	return rc.Flush()
+	sw.q.tryPush(nil, 1, math.MaxInt64) // an empty frame: the writer flushes the headers at once
 }

@@ -129,7 +129,7 @@ func (rt *runtime) runAsCaller(ctx context.Context, who asCaller, method string,
 		callerMs = dl.UnixMilli()
 	}
 	ex := exchange{principal: who.principal, zone: who.zone, protocol: who.protocol,
-		deadline: rt.cfg.Deadline.Resolve(rt.now(), callerMs), traceID: traceID,
+		deadline: rt.cfg.Deadline.Resolve(rt.now(), callerMs), callerDeadline: callerMs > 0, traceID: traceID,
 		capability: who.capability, keepStream: who.capability != ""}
 	var streamed bool
 	if send != nil {

@@ -95,21 +95,29 @@ func (s *Server) handleRPC(c *gin.Context) {
 		s.writeBodyErrorIn(w, err, rt.cfg.JSONRPC.MaxBodyBytes, traceID, ex.encoding)
 		return
 	}
-	events := newSSEWriter(w, rt.cfg.Server.Boundary.WriteTimeout)
+	events := newSSEWriter(r.Context(), w, rt.cfg.SSE, rt.cfg.Server.Boundary.WriteTimeout)
+	defer events.close()
 	ex.events = events.deliverEvents
 	if sse.Accepts(r.Header.Get("Accept")) {
 		acceptEvents(ex, events)
 	}
 	outp := bodyPool.Get().(*[]byte)
 	defer bodyPool.Put(outp)
-	out := rt.serveEncoded(r.Context(), ex, body, (*outp)[:0])
+	out := rt.serveEncoded(rateLimitContext(rt, w, r), ex, body, (*outp)[:0])
 	*outp = out[:0]
 	switch {
 	case events.isNamed(): // a stream of named events ends with its last event
 	case events.isStarted():
-		_ = events.event(out) // the final response ends the event stream
+		events.finish(finalResponse(out)) // the final response ends the event stream
 	default:
-		s.writeJSONRPCIn(w, out, ex.encoding, traceID)
+		// 429/503 + Retry-After for a shed call, 403 for 4002/4003 — but for NEKTE methods,
+		// whose wire contract wants every JSON-RPC error with 200 (the reference client
+		// turns any other status into a transport error and loses the code).
+		var rw http.ResponseWriter = w
+		if !strings.HasPrefix(ex.method, "nekte.") {
+			rw = shedWriter(w, out)
+		}
+		s.writeJSONRPCIn(rw, out, ex.encoding, traceID)
 	}
 }
 
@@ -167,7 +175,7 @@ func admitHTTP(rt *runtime, w http.ResponseWriter, r *http.Request, traceID stri
 	_ = http.NewResponseController(w).SetWriteDeadline(latest(deadline, now).Add(rt.cfg.Server.Boundary.WriteTimeout))
 	return &exchange{
 		principal: principal, zone: gateway.ZoneExternal, protocol: gateway.ProtocolHTTP, deadline: deadline, traceID: traceID,
-		encoding: enc,
+		callerDeadline: callerMs > 0, encoding: enc,
 		metadata: func(md map[string][]string) {
 			for k, vs := range md {
 				for _, v := range vs {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
+	"github.com/gatehouse-dev/gatehouse/resilience"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
@@ -121,7 +123,7 @@ func (f *mcpFace) shutdown(ctx context.Context) error {
 // serve handles /mcp: the request is admitted (Host and Origin, credentials, body size)
 // before mcp-go reads anything, a GET or DELETE naming a session is checked against the
 // session table, and the caller's principal rides in the request context to the tool
-// handlers.
+// handlers. Each write of the response is bounded by the write timeout (boundWrites).
 func (f *mcpFace) serve(c *gin.Context) {
 	r, ok := f.admit(c.Writer, c.Request)
 	if !ok {
@@ -130,12 +132,14 @@ func (f *mcpFace) serve(c *gin.Context) {
 	if r.Method != http.MethodPost && !f.sessions.admit(c.Writer, r) {
 		return
 	}
+	bw, r, done := f.s.boundWrites(c.Writer, r)
+	defer done()
 	fr := faceRequestOf(r.Context())
 	if r.Method != http.MethodPost || fr == nil {
-		f.handler.ServeHTTP(c.Writer, r)
+		f.handler.ServeHTTP(bw, r)
 		return
 	}
-	w := &refusalWriter{ResponseWriter: c.Writer, fr: fr}
+	w := &refusalWriter{ResponseWriter: bw, fr: fr}
 	f.handler.ServeHTTP(w, r)
 	w.finish(requestOrigin(r) + protectedResourcePath + mcpPath)
 }
@@ -169,6 +173,9 @@ func (f *mcpFace) admit(w http.ResponseWriter, r *http.Request) (*http.Request, 
 		}
 	}
 	ctx := context.WithValue(context.WithValue(r.Context(), principalKey{}, principal), faceRequestKey{}, fr)
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		ctx = resilience.WithClientAddr(ctx, ap.Addr()) // anonymous callers' rate-limit identity
+	}
 	r = r.WithContext(ctx)
 	r.Body = io.NopCloser(bytes.NewReader(fr.body))
 	return r, true

@@ -91,7 +91,7 @@ func (w *refusalWriter) finish(resourceMetadata string) {
 	status := w.status
 	if r.err.Code() == schemas.CodeInsufficientScope {
 		status = http.StatusForbidden
-		h.Set("WWW-Authenticate", scopeChallenge(r.err, resourceMetadata))
+		h.Set("WWW-Authenticate", scopeChallenge(scopesOf(r.err.Data()["missing_scopes"]), resourceMetadata))
 	}
 	w.ResponseWriter.WriteHeader(status)
 	_, _ = w.ResponseWriter.Write(body)
@@ -105,10 +105,10 @@ func errorObject(err *gateway.Error, traceID string) map[string]any {
 }
 
 // scopeChallenge is the RFC 6750 §3.1 challenge of an insufficient-scope refusal: the
-// scopes the call needs, as the refusal lists them.
-func scopeChallenge(err *gateway.Error, resourceMetadata string) string {
+// scopes the call lacks, and the protected-resource metadata URL when there is one.
+func scopeChallenge(missing []string, resourceMetadata string) string {
 	out := `Bearer realm="gatehouse", error="insufficient_scope"`
-	if missing := scopesOf(err.Data()["missing_scopes"]); len(missing) > 0 {
+	if len(missing) > 0 {
 		out += `, scope="` + strings.Join(missing, " ") + `"`
 	}
 	if resourceMetadata != "" {

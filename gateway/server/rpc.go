@@ -23,7 +23,13 @@ type exchange struct {
 	protocol  gateway.Protocol
 	// deadline is the absolute deadline of the whole body (one request or a batch).
 	deadline time.Time
-	traceID  string
+	// callerDeadline says the caller named deadline (X-Deadline-Ms, a gRPC deadline) rather
+	// than getting deadline.default; a request's params.deadline_ms names its own.
+	callerDeadline bool
+	traceID        string
+	// method is the method of a body holding a single request, set when it is decoded; ""
+	// for a batch.
+	method string
 	// encoding is how the face carries this body and what goes back for it; the exchange
 	// itself only ever sees JSON.
 	encoding wireEncoding
@@ -77,6 +83,9 @@ func (rt *runtime) servePayload(ctx context.Context, ex *exchange, payload jsonr
 		return appendError(dst, derr.ID, fromDecodeError(derr), ex.traceID)
 	}
 	if !payload.Batch {
+		if payload.Members[0].Err == nil {
+			ex.method = payload.Members[0].Request.Method
+		}
 		out := rt.runMember(ctx, ex, &payload.Members[0])
 		return appendOutcome(dst, &out, ex.traceID)
 	}
@@ -167,6 +176,9 @@ func (rt *runtime) call(ctx context.Context, ex *exchange, req *jsonrpc.Request,
 		Protocol:   ex.protocol,
 		Input:      input,
 		Capability: ex.capability,
+	}
+	if ex.callerDeadline || req.DeadlineMs > 0 {
+		ctx = gateway.WithCallerDeadline(ctx, c.Deadline)
 	}
 	defer func() {
 		if p := recover(); p != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -19,14 +20,13 @@ import (
 	"github.com/gatehouse-dev/gatehouse/codecs/msgpack"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
+	"github.com/gatehouse-dev/gatehouse/resilience"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
-// Close reasons the server sends.
-const (
-	closeReasonShutdown = "server shutting down"
-	closeReasonSlow     = "slow consumer: send queue full"
-)
+// closeReasonShutdown is the close reason of a connection the server drains or aborts
+// (closeReasonSlow, in sendqueue.go, that of a slow consumer).
+const closeReasonShutdown = "server shutting down"
 
 // handleWS serves GET /ws: the caller is authenticated from the upgrade request's headers
 // (Authorization, X-API-Key, or a bearer token offered as the subprotocol bearer.<token>,
@@ -71,6 +71,9 @@ func (s *Server) handleWS(c *gin.Context) {
 		return // the upgrader has answered the client
 	}
 	wc := newWSConn(s, conn, *cfg, principal)
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		wc.ctx = resilience.WithClientAddr(wc.ctx, ap.Addr()) // anonymous callers' rate-limit identity
+	}
 	if !s.ws.add(wc) {
 		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, closeReasonShutdown), time.Now().Add(time.Second))
 		_ = conn.Close()
@@ -103,8 +106,8 @@ type wsConn struct {
 	ctx    context.Context // cancelled when the peer is gone or the connection is failed
 	cancel context.CancelFunc
 
-	send     chan wsFrame  // responses waiting for the writer
-	inflight chan struct{} // one token per running request
+	send     *sendQueue[wsFrame] // what waits for the writer
+	inflight chan struct{}       // one token per running request
 	running  sync.WaitGroup
 
 	callsMu sync.Mutex
@@ -123,7 +126,7 @@ func newWSConn(s *Server, conn *websocket.Conn, cfg WebSocketConfig, p gateway.P
 	ctx, cancel := context.WithCancel(context.Background())
 	return &wsConn{
 		s: s, conn: conn, cfg: cfg, principal: p, ctx: ctx, cancel: cancel,
-		send:       make(chan wsFrame, cfg.SendQueue),
+		send:       newSendQueue(cfg.SendQueue, cfg.SendQueueBytes, func(f wsFrame) int { return len(f.data) }),
 		inflight:   make(chan struct{}, cfg.MaxInFlight),
 		calls:      make(map[string]*wsCall),
 		closing:    make(chan struct{}),
@@ -262,33 +265,34 @@ func (c *wsConn) frame(enc wireEncoding, msg []byte) wsFrame {
 	return wsFrame{data: data, binary: true}
 }
 
-// enqueue hands a response, JSON text, to the writer in enc; a consumer whose queue is
-// full is disconnected.
+// enqueue hands a response, JSON text, to the writer in enc. When the queue is full
+// (websocket.send_queue messages or send_queue_bytes bytes) it waits for room up to half
+// websocket.write_timeout; a consumer whose queue stays full that long is disconnected.
 func (c *wsConn) enqueue(enc wireEncoding, msg []byte) {
-	select {
-	case c.send <- c.frame(enc, msg):
-	default:
-		c.s.log.Warn("disconnecting slow WebSocket consumer", "queue", c.cfg.SendQueue)
-		c.cancel()
-		c.closeWith(websocket.ClosePolicyViolation, closeReasonSlow)
+	if !c.send.push(c.ctx, c.frame(enc, msg), slowConsumerWait(c.cfg.WriteTimeout)) && c.ctx.Err() == nil {
+		c.slow()
 	}
 }
 
+// slow fails a consumer that cannot keep up: its calls are abandoned, what is queued for
+// it is dropped, and it is closed with 1008 and closeReasonSlow once the writer can send
+// the close frame (within websocket.write_timeout).
+func (c *wsConn) slow() {
+	c.s.log.Warn("disconnecting slow WebSocket consumer", "queued", len(c.send.ch), "queued_bytes", c.send.bytes.n.Load(),
+		"send_queue", c.cfg.SendQueue, "send_queue_bytes", c.cfg.SendQueueBytes)
+	c.cancel()
+	c.closeWith(websocket.ClosePolicyViolation, closeReasonSlow)
+}
+
 // offer queues a progress report for the writer, in enc, without ever waiting: it is
-// dropped when the connection is ending or the send queue is half full, so that reports
-// never take the room the responses that follow them need (a response that finds the queue
-// full fails the connection as a slow consumer). Every request with an id gets a sink
-// offering its reports here (exchange.progress).
+// dropped when the connection is ending or the send queue is half full (in messages or in
+// bytes), so that reports never take the room the responses that follow them need. Every
+// request with an id gets a sink offering its reports here (exchange.progress).
 func (c *wsConn) offer(enc wireEncoding, msg []byte) bool {
-	if c.ctx.Err() != nil || 2*len(c.send) >= cap(c.send) {
+	if c.ctx.Err() != nil || 2*len(c.send.ch) >= cap(c.send.ch) {
 		return false
 	}
-	select {
-	case c.send <- c.frame(enc, msg):
-		return true
-	default:
-		return false
-	}
+	return c.send.tryPush(c.frame(enc, msg), cap(c.send.ch)/2, c.cfg.SendQueueBytes/2)
 }
 
 // closeWith asks the writer to flush what is queued, send a close frame and close. The
@@ -320,7 +324,14 @@ func (c *wsConn) writeLoop() {
 	defer ping.Stop()
 	for {
 		select {
-		case msg := <-c.send:
+		case <-c.closing: // a close (a slow consumer's above all) goes before what is queued
+			c.goodbye()
+			return
+		default:
+		}
+		select {
+		case msg := <-c.send.ch:
+			c.send.taken(msg)
 			if c.write(msg) != nil {
 				c.cancel()
 				return
@@ -331,22 +342,31 @@ func (c *wsConn) writeLoop() {
 				return
 			}
 		case <-c.closing:
-			c.flush()
-			_ = c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.closeCode, c.closeText),
-				time.Now().Add(c.cfg.WriteTimeout))
+			c.goodbye()
 			return
 		}
 	}
 }
 
-// flush writes what is queued, unless the connection failed as a slow consumer.
+// goodbye flushes what is queued (unless the connection failed as a slow consumer) and
+// sends the close frame.
+func (c *wsConn) goodbye() {
+	c.flush()
+	_ = c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.closeCode, c.closeText),
+		time.Now().Add(c.cfg.WriteTimeout))
+}
+
+// flush writes what is queued, unless the connection failed as a slow consumer: then it
+// is dropped.
 func (c *wsConn) flush() {
 	if c.closeCode == websocket.ClosePolicyViolation {
+		c.send.drop()
 		return
 	}
 	for {
 		select {
-		case msg := <-c.send:
+		case msg := <-c.send.ch:
+			c.send.taken(msg)
 			if c.write(msg) != nil {
 				return
 			}

@@ -203,6 +203,22 @@ var transcodeDefs = func() []ratioDef {
 	return out
 }()
 
+// overloadBench is the benchmark that reports the overload figures: a backend of fixed
+// service time and concurrency behind the admission stage sized to it.
+const overloadBench = "gateway/server.BenchmarkOverload"
+
+// metricDefs are figures a benchmark computes as ratios itself and reports with
+// b.ReportMetric (the report takes their median over the rounds), beside tokenRatios.
+var metricDefs = []metricRatio{
+	{"Overload: goodput at 1.5× the saturation rate ÷ peak throughput (open loop; admission sized to the backend)", overloadBench, "goodput-1.5x/peak",
+		"aim ≥ 0.9: shedding keeps the backend busy"},
+	{"Overload: goodput at 3× the saturation rate ÷ peak throughput", overloadBench, "goodput-3x/peak", "aim ≥ 0.9"},
+	{"Overload: admitted calls' p99 latency at 3× ÷ p99 at half load", overloadBench, "p99-3x/p99-half",
+		"aim ≤ 3: admitted calls do not queue without bound"},
+	{"Overload: p99 latency of a shed call (5002) at 3× ÷ the backend's service time", overloadBench, "reject-p99/service",
+		"near 0: refusals are answered at once (aim: under 1 ms)"},
+}
+
 type ratioRow struct {
 	def   ratioDef
 	value float64

@@ -76,3 +76,34 @@ func TestParseRejectsEmpty(t *testing.T) {
 		t.Fatal("no results accepted")
 	}
 }
+
+// TestOverloadRows: the overload figures are read from the metrics the benchmark reports,
+// their median over the rounds.
+func TestOverloadRows(t *testing.T) {
+	res, err := parse(strings.NewReader(`pkg: github.com/gatehouse-dev/gatehouse/gateway/server
+BenchmarkOverload-2   	       1	         0.97 goodput-1.5x/peak	         0.93 goodput-3x/peak	         2.1 p99-3x/p99-half	       0.031 reject-p99/service	  56326784 B/op	  683766 allocs/op
+BenchmarkOverload-2   	       1	         0.99 goodput-1.5x/peak	         0.91 goodput-3x/peak	         1.9 p99-3x/p99-half	       0.020 reject-p99/service	  56326784 B/op	  683766 allocs/op
+BenchmarkOverload-2   	       1	         0.95 goodput-1.5x/peak	         0.95 goodput-3x/peak	         2.5 p99-3x/p99-half	       0.500 reject-p99/service	  56326784 B/op	  683766 allocs/op
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"goodput-1.5x/peak": 0.97, "goodput-3x/peak": 0.93, "p99-3x/p99-half": 2.1, "reject-p99/service": 0.031}
+	got := map[string]float64{}
+	for _, r := range metricRatios(res) {
+		for _, d := range metricDefs {
+			if r.def.title == d.title && r.ok {
+				got[d.unit] = r.value
+			}
+		}
+	}
+	for unit, v := range want {
+		if got[unit] != v {
+			t.Errorf("%s: %v, want the median %v", unit, got[unit], v)
+		}
+	}
+	md := report(res, ratios(res), "x.svg")
+	if !strings.Contains(md, "| Overload: goodput at 3× the saturation rate ÷ peak throughput | 0.93 | aim ≥ 0.9 |") {
+		t.Errorf("report lacks the overload row:\n%s", md)
+	}
+}

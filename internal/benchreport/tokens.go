@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -28,10 +29,11 @@ var tokenRatios = []metricRatio{
 		"below 1.0: the full schemas, compacted, cost less than tools/list"},
 }
 
-// metricRatios returns the rows of the reported ratios.
+// metricRatios returns the rows of the ratios benchmarks report themselves: the token
+// figures, then metricDefs.
 func metricRatios(res *results) []ratioRow {
-	rows := make([]ratioRow, 0, len(tokenRatios))
-	for _, m := range tokenRatios {
+	rows := make([]ratioRow, 0, len(tokenRatios)+len(metricDefs))
+	for _, m := range slices.Concat(tokenRatios, metricDefs) {
 		row := ratioRow{def: ratioDef{title: m.title, num: m.bench, meaning: m.meaning}}
 		if v := res.samples[m.bench][m.unit]; len(v) > 0 {
 			row.ok, row.value = true, median(v)

@@ -27,7 +27,8 @@ type Config struct {
 	// (method name → response field name).
 	Unwrap map[string]string `yaml:"unwrap" json:"unwrap,omitempty"`
 	// DeadlineReserve is kept back from the call's deadline for the response's trip back:
-	// the backend gets the deadline minus the reserve (default 5ms).
+	// the backend gets the deadline minus the reserve (default: deadline.reserve; at most
+	// gateway.MaxReserve).
 	DeadlineReserve time.Duration `yaml:"deadline_reserve" json:"deadline_reserve,omitempty"`
 	// MaxRecvBytes and MaxSendBytes bound message sizes (default 4 MiB each).
 	MaxRecvBytes int `yaml:"max_recv_bytes" json:"max_recv_bytes,omitempty"`
@@ -97,15 +98,11 @@ type DeprecationConfig struct {
 
 // Defaults.
 const (
-	DefaultDeadlineReserve    = 5 * time.Millisecond
 	DefaultMaxMessageBytes    = 4 << 20
 	DefaultDescriptorsTimeout = 5 * time.Second
 )
 
 func (c Config) withDefaults() Config {
-	if c.DeadlineReserve == 0 {
-		c.DeadlineReserve = DefaultDeadlineReserve
-	}
 	if c.MaxRecvBytes == 0 {
 		c.MaxRecvBytes = DefaultMaxMessageBytes
 	}
@@ -129,6 +126,9 @@ func (c Config) Validate() error {
 	}
 	if n != 1 {
 		return fmt.Errorf("backend %q: descriptors needs exactly one of file, protos, reflection", c.Name)
+	}
+	if c.DeadlineReserve < 0 || c.DeadlineReserve > gateway.MaxReserve {
+		return fmt.Errorf("backend %q: deadline_reserve must be between 0 and %s", c.Name, gateway.MaxReserve)
 	}
 	if err := c.DownstreamToken.Validate(); err != nil {
 		return fmt.Errorf("backend %q: %w", c.Name, err)

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"math/rand/v2"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/transcode"
 	"github.com/gatehouse-dev/gatehouse/gateway"
@@ -42,14 +44,18 @@ func (b *Backend) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Resu
 	if err != nil {
 		return nil, paramsError(err)
 	}
-	ctx, cancel := b.callContext(ctx, call)
+	ctx, cancel, herr := b.callContext(ctx, call)
+	if herr != nil {
+		return nil, herr
+	}
 	defer cancel()
 	var resp frame
 	var header, trailer metadata.MD
+	var sentTo peer.Peer
 	err = b.conn.Invoke(ctx, m.path, &frame{data: req}, &resp,
-		grpc.ForceCodecV2(rawCodec{}), grpc.Header(&header), grpc.Trailer(&trailer))
+		grpc.ForceCodecV2(rawCodec{}), grpc.Header(&header), grpc.Trailer(&trailer), grpc.Peer(&sentTo))
 	if err != nil {
-		return nil, b.statusError(err, header, trailer)
+		return nil, b.statusError(err, header, trailer, sentTo.Addr != nil)
 	}
 	out, err := m.codec.response(nil, resp.data)
 	if err != nil {
@@ -62,7 +68,17 @@ func (b *Backend) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Resu
 // callContext bounds the RPC by the call's deadline less the reserve and carries the
 // call's identity and the hop's credential in metadata. The metadata is built afresh: no
 // metadata the caller sent, and no outgoing metadata already in ctx, reaches the backend.
-func (b *Backend) callContext(ctx context.Context, call *gateway.Call) (context.Context, context.CancelFunc) {
+// A hop left with less than ε once the reserve is taken is refused (DEADLINE_EXCEEDED,
+// layer backend) before anything is dialled or sent.
+func (b *Backend) callContext(ctx context.Context, call *gateway.Call) (context.Context, context.CancelFunc, *gateway.Error) {
+	dl, bounded := ctx.Deadline()
+	var hop time.Time
+	if bounded {
+		var err *gateway.Error
+		if hop, err = b.budget(ctx).Deadline(time.Now(), dl, gateway.LayerBackend); err != nil {
+			return nil, nil, err.With("backend", b.cfg.Name)
+		}
+	}
 	md := metadata.Pairs("x-request-id", call.TraceID)
 	if len(call.TraceID) == 32 {
 		md.Append("traceparent", traceparent(call.TraceID))
@@ -72,10 +88,22 @@ func (b *Backend) callContext(ctx context.Context, call *gateway.Call) (context.
 	}
 	b.appendHopCredential(ctx, md)
 	ctx = metadata.NewOutgoingContext(ctx, md)
-	if dl, ok := ctx.Deadline(); ok {
-		return context.WithDeadline(ctx, dl.Add(-b.cfg.DeadlineReserve))
+	if bounded {
+		ctx, cancel := context.WithDeadline(ctx, hop)
+		return ctx, cancel, nil
 	}
-	return context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	return ctx, cancel, nil
+}
+
+// budget is the call's hop budget with this backend's own deadline_reserve, when it has
+// one, in place of deadline.reserve.
+func (b *Backend) budget(ctx context.Context) gateway.HopBudget {
+	budget := gateway.HopBudgetFrom(ctx)
+	if b.cfg.DeadlineReserve > 0 {
+		budget.Reserve = b.cfg.DeadlineReserve
+	}
+	return budget
 }
 
 // traceparent is the W3C trace context of this hop: the call's trace id with a new span id.

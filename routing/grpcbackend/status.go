@@ -16,8 +16,11 @@ import (
 // statusError maps a failed RPC to the gateway's error through the one table. A status the
 // backend sent (it answered with headers or trailers) is a wire error with its message and
 // google.rpc.Status details in error.data; a status the gRPC client made (no connection, a
-// deadline reached locally) is the gateway's own error.
-func (b *Backend) statusError(err error, header, trailer metadata.MD) *gateway.Error {
+// deadline reached locally) is the gateway's own error. sent says the request reached a
+// connection to the backend: a DEADLINE_EXCEEDED is then the backend's (layer backend,
+// the backend ran out of the deadline it was sent), otherwise the gateway's (layer
+// gateway: the deadline passed while dialling or waiting for a connection or a stream).
+func (b *Backend) statusError(err error, header, trailer metadata.MD, sent bool) *gateway.Error {
 	st, ok := status.FromError(err)
 	if !ok {
 		return gateway.AsError(err).With("backend", b.cfg.Name)
@@ -33,9 +36,9 @@ func (b *Backend) statusError(err error, header, trailer metadata.MD) *gateway.E
 	}
 	switch st.Code() {
 	case codes.DeadlineExceeded:
-		data["layer"] = "backend"
-		if !fromBackend {
-			data["layer"] = "gateway"
+		data["layer"] = gateway.LayerGateway
+		if sent || fromBackend {
+			data["layer"] = gateway.LayerBackend
 		}
 	case codes.Unavailable, codes.ResourceExhausted, codes.Aborted:
 		if _, ok := data["retry_after_ms"]; !ok {
@@ -49,6 +52,11 @@ func (b *Backend) statusError(err error, header, trailer metadata.MD) *gateway.E
 	e := gateway.NewError(code)
 	for k, v := range data {
 		e = e.With(k, v)
+	}
+	if st.Code() == codes.Unavailable && !sent {
+		// No transport stream took the request (no connection was ready, or it was
+		// refused): it never reached the backend, so running it again is safe.
+		return e.Wrap(err).NotSent()
 	}
 	return e.Wrap(err)
 }

@@ -7,6 +7,9 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -22,12 +25,15 @@ func (b *Backend) invokeStreaming(ctx context.Context, call *gateway.Call, m *me
 		return nil, gateway.Errorf(schemas.CodeInvalidRequest,
 			"Client-streaming method: call it over WebSocket and send messages with $/stream/send").With("backend", b.cfg.Name)
 	}
-	ctx, cancel := b.callContext(ctx, call)
+	ctx, cancel, herr := b.callContext(ctx, call)
+	if herr != nil {
+		return nil, herr
+	}
 	desc := &grpc.StreamDesc{StreamName: string(m.desc.Name()), ServerStreams: serverStreams, ClientStreams: clientStreams}
 	cs, err := b.conn.NewStream(ctx, desc, m.path, grpc.ForceCodecV2(rawCodec{}))
 	if err != nil {
 		cancel()
-		return nil, b.statusError(err, nil, nil)
+		return nil, b.statusError(err, nil, nil, false)
 	}
 	first, err := m.codec.request(nil, call.Params)
 	if err != nil {
@@ -110,10 +116,12 @@ func (p *pumper) failed() error {
 	}
 }
 
-// recvError maps an error of a stream, with the status and metadata the backend sent.
+// recvError maps an error of a stream, with the status and metadata the backend sent. The
+// stream reached the backend when it got a transport stream (its context knows the peer).
 func (b *Backend) recvError(cs grpc.ClientStream, err error) *gateway.Error {
 	header, _ := cs.Header()
-	return b.statusError(err, header, cs.Trailer())
+	_, sent := peer.FromContext(cs.Context())
+	return b.statusError(err, header, cs.Trailer(), sent)
 }
 
 // responseStream is a server-streaming RPC's responses as a gateway.Stream.
@@ -127,11 +135,20 @@ type responseStream struct {
 }
 
 // Recv returns the next response as JSON, io.EOF when the backend ended the stream with OK.
-func (s *responseStream) Recv(context.Context) ([]byte, error) {
+// The wait is bounded by the RPC's deadline (the call's less the reserve) and by ctx: a
+// reader that gives up cancels the RPC.
+func (s *responseStream) Recv(ctx context.Context) ([]byte, error) {
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, s.cancel)
+		defer stop()
+	}
 	var f frame
 	if err := s.cs.RecvMsg(&f); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, io.EOF
+		}
+		if status.Code(err) == codes.Canceled && ctx.Err() != nil { // the reader gave up
+			return nil, gateway.AsError(ctx.Err()).With("backend", s.b.cfg.Name)
 		}
 		if perr := s.p.failed(); perr != nil {
 			return nil, gateway.AsError(perr)

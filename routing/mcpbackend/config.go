@@ -39,13 +39,16 @@ type Config struct {
 	// live session. For stdio, each session is its own child process.
 	Sessions int `yaml:"sessions" json:"sessions,omitempty"`
 	// MaxConcurrent caps the calls in flight to this upstream across its sessions
-	// (0: no cap). Calls past the cap wait up to QueueTimeout within their deadline, then
-	// fail with OVERLOADED (5002) and retry_after_ms.
+	// (0: no cap). Calls past the cap wait up to QueueTimeout, then fail with OVERLOADED
+	// (5002) and retry_after_ms; a wait the call's deadline cuts short fails with
+	// DEADLINE_EXCEEDED, data.layer "gateway".
 	MaxConcurrent int `yaml:"max_concurrent" json:"max_concurrent,omitempty"`
 	// QueueTimeout bounds the wait for a slot under MaxConcurrent (default 1s).
 	QueueTimeout time.Duration `yaml:"queue_timeout" json:"queue_timeout,omitempty"`
-	// RequestTimeout bounds each upstream request when the caller's deadline is later or
-	// absent (default 60s).
+	// RequestTimeout bounds each upstream request when the caller's deadline, less the hop
+	// reserve (deadline.reserve), is later or absent (default 60s). A request that runs out
+	// of either is cancelled upstream (notifications/cancelled) and fails with
+	// DEADLINE_EXCEEDED, data.layer "upstream".
 	RequestTimeout time.Duration `yaml:"request_timeout" json:"request_timeout,omitempty"`
 	// ConnectTimeout bounds starting a session: spawning or dialling, the handshake and
 	// loading the catalog (default 30s).

@@ -40,15 +40,17 @@ func wrapContext(err error, upstream string) *gateway.Error {
 }
 
 // callError maps a failed request. ctx is the caller's context and rctx the request's
-// (the caller's bounded by the request timeout).
+// (the caller's bounded by the request timeout and the hop reserve). A caller that went
+// away is CANCELLED; a request whose deadline passed is DEADLINE_EXCEEDED at layer
+// upstream, whichever of the request timeout and the call's deadline it was.
 func (u *upstream) callError(ctx, rctx context.Context, s *session, err error, x *exchange) *gateway.Error {
 	switch {
 	case x != nil && x.rpcErr != nil:
 		return u.wireError(x)
-	case ctx.Err() != nil:
+	case errors.Is(ctx.Err(), context.Canceled):
 		return wrapContext(ctx.Err(), u.cfg.Name)
-	case rctx.Err() != nil:
-		return gateway.NewError(schemas.CodeDeadlineExceeded).With("upstream", u.cfg.Name).With("layer", "upstream").Wrap(err)
+	case rctx.Err() != nil: // rctx's deadline is never later than ctx's: the upstream was being waited on
+		return gateway.ErrDeadline(gateway.LayerUpstream).With("upstream", u.cfg.Name).Wrap(err)
 	case isGatewayError(err):
 		return u.inputFailed(err)
 	case u.cfg.Stdio == nil && isExpiry(err, x):

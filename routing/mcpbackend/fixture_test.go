@@ -245,8 +245,9 @@ func TestConcurrencyCap(t *testing.T) {
 		defer cancel()
 		err := slow(ctx, 10)
 		var ge *gateway.Error
-		if !errors.As(err, &ge) || ge.Code() != schemas.CodeOverloaded || ge.Data()["retry_after_ms"] == nil {
-			t.Fatalf("5th call: %v", err)
+		if !errors.As(err, &ge) || ge.Code() != schemas.CodeDeadlineExceeded || ge.Data()["layer"] != gateway.LayerGateway ||
+			ge.Data()["retry_after_ms"] == nil {
+			t.Fatalf("5th call: %v (data %v); want DEADLINE_EXCEEDED at layer gateway: the wait for a slot ran out", err, ge.Data())
 		}
 		// One with time to wait gets the first free slot.
 		begin := time.Now()

@@ -276,8 +276,11 @@ func (u *upstream) waitReplacement(ctx context.Context, old *session) bool {
 	}
 }
 
-// admit takes a slot under the concurrency cap, waiting up to QueueTimeout.
-func (u *upstream) admit(ctx context.Context) (release func(), err error) {
+// admit takes a slot under the concurrency cap, waiting up to QueueTimeout and never so
+// long that less than ε would be left before hop, the request's deadline (zero: none).
+// A wait cut short by the deadline is the gateway's (DEADLINE_EXCEEDED, layer gateway);
+// one that outlasts QueueTimeout is OVERLOADED.
+func (u *upstream) admit(ctx context.Context, hop time.Time, budget gateway.HopBudget) (release func(), err error) {
 	if u.sem == nil {
 		return func() {}, nil
 	}
@@ -287,36 +290,53 @@ func (u *upstream) admit(ctx context.Context) (release func(), err error) {
 		return release, nil
 	default:
 	}
-	t := time.NewTimer(u.cfg.QueueTimeout)
+	wait, byDeadline := u.cfg.QueueTimeout, false
+	if !hop.IsZero() {
+		if left := time.Until(hop) - budget.MinRemaining; left < wait {
+			wait, byDeadline = max(left, 0), true
+		}
+	}
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case u.sem <- struct{}{}:
 		return release, nil
 	case <-t.C:
+		if byDeadline {
+			return nil, gateway.ErrDeadline(gateway.LayerGateway).With("upstream", u.cfg.Name).
+				With("waiting_for", "max_concurrent").With("retry_after_ms", u.retryAfterMs())
+		}
 		return nil, u.overloaded()
 	case <-ctx.Done():
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, u.overloaded()
-		}
 		return nil, wrapContext(ctx.Err(), u.cfg.Name)
 	}
 }
 
-// do runs one request on a live session, under the cap and the request timeout. A
-// streamable HTTP session the server has forgotten is replaced and the request retried
-// once; it had not run, since the server refused the session.
+// do runs one request on a live session, under the cap and the request timeout: the
+// request's deadline is the earlier of now + request_timeout and the call's deadline less
+// the hop reserve, and a request left with less than ε is not sent (DEADLINE_EXCEEDED,
+// layer upstream). A streamable HTTP session the server has forgotten is replaced and the
+// request retried once; it had not run, since the server refused the session.
 func (u *upstream) do(ctx context.Context, fn func(context.Context, *session) error) (*exchange, error) {
-	release, err := u.admit(ctx)
+	hop, budget, err := u.hopDeadline(ctx)
+	if err != nil {
+		return nil, err
+	}
+	release, err := u.admit(ctx, hop, budget)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	rctx, cancel := context.WithTimeout(ctx, u.cfg.RequestTimeout)
+	rdl := time.Now().Add(u.cfg.RequestTimeout)
+	if !hop.IsZero() && hop.Before(rdl) {
+		rdl = hop
+	}
+	rctx, cancel := context.WithDeadline(ctx, rdl)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
 		s := u.pick()
 		if s == nil {
-			return nil, u.unavailable("")
+			return nil, u.unavailable("").NotSent() // no live session: nothing was written
 		}
 		x := &exchange{}
 		start := time.Now()
@@ -461,4 +481,20 @@ func connectReason(err error) string {
 		return ce.reason
 	}
 	return "could not start a session"
+}
+
+// hopDeadline returns the deadline of a request made for a call under ctx — the call's
+// deadline less the hop reserve; zero when ctx has none — and the call's hop budget. A
+// hop left with less than ε is refused: DEADLINE_EXCEEDED, layer upstream.
+func (u *upstream) hopDeadline(ctx context.Context) (time.Time, gateway.HopBudget, error) {
+	budget := gateway.HopBudgetFrom(ctx)
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return time.Time{}, budget, nil
+	}
+	hop, err := budget.Deadline(time.Now(), dl, gateway.LayerUpstream)
+	if err != nil {
+		return hop, budget, err.With("upstream", u.cfg.Name)
+	}
+	return hop, budget, nil
 }

@@ -3,6 +3,7 @@ package nekte
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	nk "github.com/gatehouse-dev/gatehouse/codecs/nekte"
 	"github.com/gatehouse-dev/gatehouse/gateway"
@@ -58,6 +59,10 @@ func (s *Service) prepare(ctx context.Context, owner string, p *delegateParams) 
 	if err != nil {
 		return nil, c, nil, err
 	}
+	timeoutMs, err := boundedTimeoutMs(ctx, s.timeoutMs(t.TimeoutMs), time.Now())
+	if err != nil {
+		return nil, c, nil, err
+	}
 	tc, se, err := s.contexts.forDelegate(ctx, owner, c.ID, p.Context)
 	if err != nil {
 		return nil, c, nil, err
@@ -66,7 +71,7 @@ func (s *Service) prepare(ctx context.Context, owner string, p *delegateParams) 
 	return &record{
 		ID: t.ID, Owner: owner, Cap: c.ID, Hash: c.Hash, Desc: t.Desc, Input: input,
 		Budget: t.Budget.Effective(), Status: nk.TaskPending, Attempt: 1,
-		CreatedAt: now, UpdatedAt: now, TimeoutMs: s.timeoutMs(t.TimeoutMs),
+		CreatedAt: now, UpdatedAt: now, TimeoutMs: timeoutMs,
 		NoDerive: se != nil && !se.Envelope.Permissions.Derive, Context: tc,
 	}, c, se, nil
 }
@@ -126,6 +131,25 @@ func (s *Service) timeoutMs(ms int64) int64 {
 		return min(s.cfg.Tasks.DefaultTimeout.Milliseconds(), limit)
 	}
 	return min(ms, limit)
+}
+
+// boundedTimeoutMs lowers a task's running time limit to the time left before the
+// delegating call's deadline, less the hop reserve, when the caller named that deadline
+// (gateway.CallerDeadline): a caller that must have its answer by then gains nothing from a
+// task that runs on, and the gateway would be waiting on it past the caller's deadline. A
+// deadline the caller did not name (deadline.default) does not bound the task, which
+// outlives the request that started it. Less than ε left refuses the delegation:
+// DEADLINE_EXCEEDED, layer task.
+func boundedTimeoutMs(ctx context.Context, timeoutMs int64, now time.Time) (int64, error) {
+	dl, ok := gateway.CallerDeadline(ctx)
+	if !ok {
+		return timeoutMs, nil
+	}
+	hop, err := gateway.HopBudgetFrom(ctx).Deadline(now, dl, gateway.LayerTask)
+	if err != nil {
+		return 0, err
+	}
+	return min(timeoutMs, max(hop.Sub(now).Milliseconds(), 1)), nil
 }
 
 // abandon fails a task that could not be started.

@@ -51,7 +51,8 @@ func errTooManyTasks(limit int) *gateway.Error {
 }
 
 func errTaskTimeout(id string, ms int64) *gateway.Error {
-	return gateway.Errorf(schemas.CodeTaskTimeout, "Task timed out: %s after %d ms", id, ms)
+	return gateway.Errorf(schemas.CodeTaskTimeout, "Task timed out: %s after %d ms", id, ms).
+		With("layer", gateway.LayerTask).With("timeout_ms", ms)
 }
 
 func errTaskFailed(id, why string) *gateway.Error {
