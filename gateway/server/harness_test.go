@@ -15,13 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/internal/mcptest"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	mcptest.VerifyMain(m) // goleak, patient with mcp-go's asynchronously stopped goroutines
 }
 
 // baseConfig is the configuration tests start from; listeners take free loopback ports.

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -31,13 +32,44 @@ func Main(m *testing.M, dir string, bin *string) {
 	}
 	code := m.Run()
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := FindLeaks(leakPatience); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}
 	}
 	_ = os.RemoveAll(tmp)
 	os.Exit(code)
+}
+
+// leakPatience is how long FindLeaks waits, in Main, for goroutines to finish.
+const leakPatience = 5 * time.Second
+
+// VerifyMain is a TestMain body for packages that run MCP servers in-process: it runs the
+// tests and fails them when goroutines leaked, giving goroutines mcp-go stops
+// asynchronously (a streamable HTTP session's listening pump ends a moment after the
+// session does) up to 5 s to finish — goleak.VerifyTestMain's own retries last under a
+// second, which a loaded machine outlasts.
+func VerifyMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 {
+		if err := FindLeaks(leakPatience); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// FindLeaks is goleak.Find, repeated until it finds none or within has passed; it returns
+// the last finding.
+func FindLeaks(within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		err := goleak.Find()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+	}
 }
 
 // NPMServer returns the path of an npm MCP server's binary installed by `make mcp-servers`

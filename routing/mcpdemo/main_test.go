@@ -3,7 +3,7 @@ package mcpdemo_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/gatehouse-dev/gatehouse/internal/mcptest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { mcptest.VerifyMain(m) }
