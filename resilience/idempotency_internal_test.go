@@ -8,38 +8,6 @@ import (
 	"testing"
 )
 
-func TestGlob(t *testing.T) {
-	tests := []struct {
-		pattern, s string
-		want       bool
-	}{
-		{"calc.add", "calc.add", true},
-		{"calc.add", "calc.ad", false},
-		{"calc.*", "calc.", true},
-		{"calc.*", "calc.add.more", true},
-		{"calc.*", "calc", false},
-		{"*", "", true},
-		{"*.add", "calc.add", true},
-		{"*.add", "calc.sub", false},
-		{"c?lc", "calc", true},
-		{"c?lc", "clc", false},
-		{"c?lc", "cälc", true}, // ? is one rune
-		{"*a*a*a*b", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false},
-		{"a*b*c", "axxbyyc", true},
-		{"a*b*c", "axxbyyb", false},
-		{"**", "x", true},
-		{"é*", "éa", true},
-	}
-	for _, tt := range tests {
-		if got := newGlob(tt.pattern).match(tt.s); got != tt.want {
-			t.Errorf("%q matches %q = %v, want %v", tt.pattern, tt.s, got, tt.want)
-		}
-	}
-	if g := newGlob("c?l*"); g.literal != 2 || g.exact {
-		t.Errorf("c?l*: literal %d exact %v", g.literal, g.exact)
-	}
-}
-
 func TestDecodeTAT(t *testing.T) {
 	for _, tt := range []struct {
 		in string

@@ -107,7 +107,7 @@ func parseRate(s string) (count int64, period time.Duration, err error) {
 type rateRule struct {
 	name   string
 	tier   string
-	glob   glob
+	glob   gateway.Glob
 	bucket Bucket
 	index  int
 	// prefix is the state key prefix of the rule's buckets.
@@ -147,17 +147,17 @@ func (c RateLimitConfig) compile() (*rateRules, []ConfigError) {
 			bad(path+"."+err.Path, "%s", err.Msg)
 			continue
 		}
-		if j, dup := seen[[2]string{r.glob.pattern, r.tier}]; dup {
-			bad(path+".match", "rules[%d] already has match %q and tier %q", j, r.glob.pattern, r.tier)
+		if j, dup := seen[[2]string{r.glob.Pattern(), r.tier}]; dup {
+			bad(path+".match", "rules[%d] already has match %q and tier %q", j, r.glob.Pattern(), r.tier)
 			continue
 		}
 		if j, dup := names[r.name]; dup {
 			bad(path+".name", "name %q is also the name of rules[%d]; set name on one of them", r.name, j)
 			continue
 		}
-		names[r.name], seen[[2]string{r.glob.pattern, r.tier}] = i, i
-		if r.glob.exact {
-			rs.exact[r.glob.pattern] = append(rs.exact[r.glob.pattern], r)
+		names[r.name], seen[[2]string{r.glob.Pattern(), r.tier}] = i, i
+		if r.glob.Exact() {
+			rs.exact[r.glob.Pattern()] = append(rs.exact[r.glob.Pattern()], r)
 		} else {
 			rs.globs = append(rs.globs, r)
 		}
@@ -203,7 +203,7 @@ func compileRateRule(i int, rc RateLimitRule) (*rateRule, *ConfigError) {
 		return nil, &ConfigError{Path: path, Msg: fmt.Sprintf("rule name %q must be 1 to 128 of A-Z a-z 0-9 _ . * ? @ : - (set name)", name)}
 	}
 	return &rateRule{
-		name: name, tier: rc.Tier, glob: newGlob(rc.Match), index: i,
+		name: name, tier: rc.Tier, glob: gateway.NewGlob(rc.Match), index: i,
 		bucket: Bucket{Interval: interval, Burst: rc.Burst},
 		prefix: rateKeyPrefix + name + "/",
 	}, nil
@@ -214,13 +214,13 @@ func compileRateRule(i int, rc RateLimitRule) (*rateRule, *ConfigError) {
 // every tier; then the rule written first.
 func compareSpecificity(a, b *rateRule) int {
 	switch {
-	case a.glob.exact != b.glob.exact:
-		if a.glob.exact {
+	case a.glob.Exact() != b.glob.Exact():
+		if a.glob.Exact() {
 			return -1
 		}
 		return 1
-	case a.glob.literal != b.glob.literal:
-		return b.glob.literal - a.glob.literal
+	case a.glob.Literal() != b.glob.Literal():
+		return b.glob.Literal() - a.glob.Literal()
 	case (a.tier == "") != (b.tier == ""):
 		if a.tier != "" {
 			return -1
@@ -242,7 +242,7 @@ func (rs *rateRules) match(method, tier string) *rateRule {
 		}
 	}
 	for _, r := range rs.globs {
-		if (r.tier == "" || r.tier == tier) && r.glob.match(method) {
+		if (r.tier == "" || r.tier == tier) && r.glob.Match(method) {
 			return r
 		}
 	}

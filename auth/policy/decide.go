@@ -123,7 +123,7 @@ func (e *Engine) match(s Subject) *rule {
 	}
 	for _, r := range e.globs {
 		name, ok := identityOf(ids, r.kind)
-		if ok && r.glob.match(name) && moreSpecific(r, best) {
+		if ok && r.glob.Match(name) && moreSpecific(r, best) {
 			best = r
 		}
 	}
@@ -135,8 +135,8 @@ func moreSpecific(a, b *rule) bool {
 	switch {
 	case b == nil:
 		return true
-	case a.glob.literal != b.glob.literal:
-		return a.glob.literal > b.glob.literal
+	case a.glob.Literal() != b.glob.Literal():
+		return a.glob.Literal() > b.glob.Literal()
 	case rank(a.kind) != rank(b.kind):
 		return rank(a.kind) > rank(b.kind)
 	default:

@@ -100,7 +100,7 @@ type rule struct {
 	id            string
 	index         int
 	kind          matchKind
-	glob          glob
+	glob          gateway.Glob
 	scopes        []string
 	mutation      Mutation
 	needsApproval bool
@@ -160,7 +160,7 @@ func compileRule(env *cel.Env, i int, rc Rule, approvalFor []Mutation, limit uin
 		id:       rc.ID,
 		index:    i,
 		kind:     kind,
-		glob:     newGlob(normalize(kind, pattern)),
+		glob:     gateway.NewGlob(normalize(kind, pattern)),
 		scopes:   slices.Clone(rc.Scopes),
 		mutation: rc.Mutation,
 	}
@@ -188,7 +188,7 @@ func compileRule(env *cel.Env, i int, rc Rule, approvalFor []Mutation, limit uin
 func (e *Engine) add(r *rule) {
 	e.rules = append(e.rules, r)
 	e.uses[r.kind] = true
-	if !r.glob.exact {
+	if !r.glob.Exact() {
 		e.globs = append(e.globs, r)
 		return
 	}
@@ -197,7 +197,7 @@ func (e *Engine) add(r *rule) {
 		m = make(map[string]*rule)
 		e.exact[r.kind] = m
 	}
-	m[r.glob.pattern] = r
+	m[r.glob.Pattern()] = r
 }
 
 // MatchesMCPTools reports whether any rule matches on mcp_tool, so the server knows
