@@ -1,8 +1,6 @@
 package server
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -17,10 +15,6 @@ import (
 // refusal for insufficient scope is the MCP authorization spec's step-up challenge (403,
 // error="insufficient_scope" with the scopes to ask for); an allowed call is untouched.
 func TestMCPFaceRefusals(t *testing.T) {
-	hash := func(key string) string {
-		sum := sha256.Sum256([]byte(key))
-		return "sha256:" + hex.EncodeToString(sum[:])
-	}
 	yaml := strings.Replace(faceConfig("127.0.0.1:0", demoUpstream(t, mcpdemo.Options{}), "session_key: "+testSessionKey),
 		"auth:\n  anonymous: {}\n", fmt.Sprintf(`auth:
   api_keys:
@@ -31,30 +25,14 @@ policy:
     external: {reach: [mcp]}
   rules:
     - {id: simple, match: {mcp_tool: demo/test_simple_text}, scopes: [tools.call], mutation: READ_ONLY}
-`, hash("alice-key"), hash("bob-key")), 1)
+`, apiKeyHash("alice-key"), apiKeyHash("bob-key")), 1)
 	ts := startWith(t, yaml, Options{})
 	waitForTools(t, ts)
 	hc := httpClient(t)
 	url := ts.base + "/mcp"
 	call := `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"test_simple_text","arguments":{}},"id":7}`
 	as := func(key, sid, body string) (int, http.Header, string) {
-		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("X-API-Key", key)
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = resp.Body.Close() }()
-		return resp.StatusCode, resp.Header, readAll(t, resp)
+		return mcpExchangeAs(t, hc, key, http.MethodPost, url, sid, body)
 	}
 	session := func(key string) string {
 		status, hdr, body := as(key, "", initializeBody)

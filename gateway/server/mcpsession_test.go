@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -102,6 +100,29 @@ func mcpExchange(t *testing.T, hc *http.Client, method, url, sid, body string) (
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// mcpExchangeAs is mcpExchange with the caller's API key (X-API-Key).
+func mcpExchangeAs(t *testing.T, hc *http.Client, key, method, url, sid, body string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("X-API-Key", key)
 	if sid != "" {
 		req.Header.Set("Mcp-Session-Id", sid)
 		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
@@ -478,34 +499,14 @@ func TestMCPFaceSessionConfig(t *testing.T) {
 // another caller presenting it — to call, to listen, to terminate it — is answered as for
 // an unknown session, and the owner's session goes on untouched.
 func TestMCPSessionBoundToCaller(t *testing.T) {
-	hash := func(key string) string {
-		sum := sha256.Sum256([]byte(key))
-		return "sha256:" + hex.EncodeToString(sum[:])
-	}
 	yaml := strings.Replace(faceConfig("127.0.0.1:0", "", "session_key: "+testSessionKey), "auth:\n  anonymous: {}\n",
-		fmt.Sprintf("auth:\n  api_keys:\n    - {name: alice, hash: %q}\n    - {name: bob, hash: %q}\n", hash("alice-key"), hash("bob-key")), 1)
+		fmt.Sprintf("auth:\n  api_keys:\n    - {name: alice, hash: %q}\n    - {name: bob, hash: %q}\n", apiKeyHash("alice-key"), apiKeyHash("bob-key")), 1)
 	ts := startWith(t, yaml, Options{})
 	hc := httpClient(t)
 	url := ts.base + "/mcp"
 	as := func(key, method, sid, body string) (int, http.Header) {
-		req, err := http.NewRequest(method, url, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("X-API-Key", key)
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		_ = resp.Body.Close()
-		return resp.StatusCode, resp.Header
+		status, hdr, _ := mcpExchangeAs(t, hc, key, method, url, sid, body)
+		return status, hdr
 	}
 	status, hdr := as("alice-key", http.MethodPost, "", initializeBody)
 	sid := hdr.Get("Mcp-Session-Id")

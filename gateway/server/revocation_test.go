@@ -1,12 +1,9 @@
 package server
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,10 +29,6 @@ func revocationYAML(t *testing.T, revocation string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hash := func(key string) string {
-		sum := sha256.Sum256([]byte(key))
-		return "sha256:" + hex.EncodeToString(sum[:])
-	}
 	return fmt.Sprintf(`
 server:
   boundary: {addr: "127.0.0.1:0"}
@@ -52,7 +45,7 @@ auth:
 routing:
   demo: {}
 log: {level: debug}
-`, jwks, hash(opsKey), hash(batchKey), revocation)
+`, jwks, apiKeyHash(opsKey), apiKeyHash(batchKey), revocation)
 }
 
 // startRevocations starts a server of revocationYAML, sharing kv when it is not nil.
@@ -68,26 +61,10 @@ func startRevocations(t *testing.T, revocation string, kv state.KV) *testServer 
 // jtiToken mints a development token of sub with jti and scopes, valid for an hour.
 func jtiToken(t *testing.T, sub, jti string, scopes ...string) (tok string, exp int64) {
 	t.Helper()
-	pem, err := os.ReadFile("../../configs/examples/dev-signing-key.pem")
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := auth.ParsePrivateKeyPEM(pem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := auth.NewSigner(key, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
 	exp = now.Add(time.Hour).Unix()
-	tok, err = signer.Sign(map[string]any{"iss": "gatehouse-dev", "sub": sub, "aud": "gatehouse", "jti": jti,
-		"scope": strings.Join(scopes, " "), "iat": now.Unix(), "exp": exp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok, exp
+	return signDev(t, map[string]any{"iss": "gatehouse-dev", "sub": sub, "aud": "gatehouse", "jti": jti,
+		"scope": strings.Join(scopes, " "), "iat": now.Unix(), "exp": exp}), exp
 }
 
 // callAs calls subtract on the boundary with a credential header and returns the HTTP

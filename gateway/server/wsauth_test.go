@@ -1,6 +1,8 @@
 package server
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -27,9 +29,23 @@ func devJWTConfig(t *testing.T) string {
 		"  jwt:\n    issuers:\n      - {issuer: gatehouse-dev, audiences: [gatehouse], jwks_file: "+jwks+"}\n", 1)
 }
 
-// devToken mints a token of the development issuer with configs/examples/dev-signing-key.pem,
-// as `gatehouse token` does.
+// devToken mints a development token of sub (an hour long) with the development key, as
+// `gatehouse token` does.
 func devToken(t *testing.T, sub string) string {
+	t.Helper()
+	now := time.Now()
+	return signDev(t, map[string]any{"iss": "gatehouse-dev", "sub": sub, "aud": "gatehouse",
+		"iat": now.Unix(), "exp": now.Add(time.Hour).Unix()})
+}
+
+// apiKeyHash is the auth.api_keys hash of key.
+func apiKeyHash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// signDev signs claims with configs/examples/dev-signing-key.pem.
+func signDev(t *testing.T, claims map[string]any) string {
 	t.Helper()
 	pem, err := os.ReadFile("../../configs/examples/dev-signing-key.pem")
 	if err != nil {
@@ -43,9 +59,7 @@ func devToken(t *testing.T, sub string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now()
-	tok, err := signer.Sign(map[string]any{"iss": "gatehouse-dev", "sub": sub, "aud": "gatehouse",
-		"iat": now.Unix(), "exp": now.Add(time.Hour).Unix()})
+	tok, err := signer.Sign(claims)
 	if err != nil {
 		t.Fatal(err)
 	}
