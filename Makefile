@@ -18,6 +18,7 @@ export GOTOOLCHAIN := local
 include make/proto.mk
 include make/mcp.mk
 include make/conformance.mk
+include make/observability.mk
 
 .DEFAULT_GOAL := help
 
@@ -35,7 +36,7 @@ run: build ## build and serve configs/gatehouse.yaml (boundary 127.0.0.1:8080, a
 
 .PHONY: test
 test: ## install test peers, vet, lint, the whole suite with -race, and a bounded fuzz pass (FUZZTIME per target)
-	$(MAKE) --no-print-directory mcp-servers conformance-tools
+	$(MAKE) --no-print-directory mcp-servers conformance-tools observability-tools
 	$(GO) mod verify
 	$(GO) vet ./...
 	$(MAKE) --no-print-directory proto-check

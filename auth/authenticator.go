@@ -23,7 +23,18 @@ type Options struct {
 	// it lists, and an API key whose name it lists as a subject, are refused (4001
 	// "revoked"). nil revokes nothing. The Authenticator does not close it.
 	Revocations *Revocations
+	// OnToken, when set, is told the outcome of every bearer JWT checked: TokenVerified,
+	// TokenCached (served from the token cache) or TokenRefused (revoked ones included). It
+	// runs on the caller's goroutine and must not block.
+	OnToken func(result string)
 }
+
+// Outcomes of a bearer JWT's check, as Options.OnToken receives them.
+const (
+	TokenVerified = "verified"
+	TokenCached   = "cached"
+	TokenRefused  = "refused"
+)
 
 // Authenticator is the gateway.Authenticator of an auth section: bearer JWTs of the
 // configured issuers, API keys, and anonymous access. Build it with Open and Close it when
@@ -38,6 +49,7 @@ type Authenticator struct {
 	cache     *tokenCache // verified tokens; nil when disabled or without jwt
 	now       func() time.Time
 	revoked   *Revocations
+	onToken   func(result string) // nil: no one is told
 	closeOnce sync.Once
 }
 
@@ -56,7 +68,7 @@ func Open(ctx context.Context, cfg Config, opts Options) (*Authenticator, error)
 		opts.Now = time.Now
 	}
 	a := &Authenticator{issuers: map[string]*Verifier{}, guarded: foldSet{}, anonymous: newAnonymous(cfg.Anonymous), revoked: opts.Revocations,
-		now: opts.Now}
+		now: opts.Now, onToken: opts.OnToken}
 	var err error
 	if a.apiKeys, err = newAPIKeys(cfg.APIKeys); err != nil {
 		return nil, err
@@ -156,7 +168,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, creds gateway.Credenti
 	case bearer != "" && apiKey != "":
 		return gateway.Principal{}, refuse(ReasonAmbiguous)
 	case bearer != "" && looksLikeJWT(bearer):
-		return a.admit(a.verifyJWT(ctx, bearer))
+		return a.checkJWT(ctx, bearer)
 	case bearer != "" && a.apiKeys == nil:
 		return gateway.Principal{}, refuse(ReasonMalformed)
 	case bearer != "":
@@ -177,39 +189,57 @@ func (a *Authenticator) admit(p gateway.Principal, err error) (gateway.Principal
 	return p, err
 }
 
-// verifyJWT verifies a bearer JWT with the verifier of its issuer. The length is checked
+// checkJWT verifies and admits a bearer JWT, telling Options.OnToken the outcome.
+func (a *Authenticator) checkJWT(ctx context.Context, raw string) (gateway.Principal, error) {
+	p, cached, err := a.verifyJWT(ctx, raw)
+	p, err = a.admit(p, err)
+	if a.onToken != nil {
+		switch {
+		case err != nil:
+			a.onToken(TokenRefused)
+		case cached:
+			a.onToken(TokenCached)
+		default:
+			a.onToken(TokenVerified)
+		}
+	}
+	return p, err
+}
+
+// verifyJWT verifies a bearer JWT with the verifier of its issuer; cached reports that the
+// token cache answered. The length is checked
 // before anything is decoded, and the issuer is chosen by the unverified iss only to know
 // which keys to verify the signature with.
-func (a *Authenticator) verifyJWT(ctx context.Context, raw string) (gateway.Principal, error) {
+func (a *Authenticator) verifyJWT(ctx context.Context, raw string) (gateway.Principal, bool, error) {
 	if len(a.issuers) == 0 {
-		return gateway.Principal{}, refuse(ReasonNotAccepted)
+		return gateway.Principal{}, false, refuse(ReasonNotAccepted)
 	}
 	if len(raw) > a.maxBytes {
-		return gateway.Principal{}, refuse(ReasonTooLarge)
+		return gateway.Principal{}, false, refuse(ReasonTooLarge)
 	}
 	now := a.now()
 	if p, ok := a.cache.get(raw, now); ok {
-		return p, nil
+		return p, true, nil
 	}
 	t, r := parseToken(raw, a.guarded)
 	if r != "" {
-		return gateway.Principal{}, refuse(r)
+		return gateway.Principal{}, false, refuse(r)
 	}
 	iss, _ := t.claims[claimIss].(string)
 	v, ok := a.issuers[iss]
 	if !ok {
-		return gateway.Principal{}, refuse(ReasonUnknownIssuer)
+		return gateway.Principal{}, false, refuse(ReasonUnknownIssuer)
 	}
 	if len(raw) > v.maxBytes {
-		return gateway.Principal{}, refuse(ReasonTooLarge)
+		return gateway.Principal{}, false, refuse(ReasonTooLarge)
 	}
 	p, err := v.verify(ctx, t)
 	if err != nil {
-		return gateway.Principal{}, err
+		return gateway.Principal{}, false, err
 	}
 	p.Bearer = raw // for a passthrough hop only
 	if exp, r := timeClaim(p.Claims, claimExp); r == "" {
 		a.cache.put(raw, p, exp, now)
 	}
-	return p, nil
+	return p, false, nil
 }

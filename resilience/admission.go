@@ -147,6 +147,7 @@ type admission struct {
 	now       func() time.Time
 	backends  sync.Map // backend name → *backpressure
 	shed      shedLog
+	onWait    func(backend string, d time.Duration) // nil: no one is told (NewAdmission)
 }
 
 func newAdmission(cfg AdmissionConfig, backendOf BackendOf, now func() time.Time, log *slog.Logger) *admission {
@@ -211,6 +212,9 @@ func (a *admission) admit(ctx context.Context, call *gateway.Call) (admissionTic
 		return t, err
 	}
 	t.slot = s
+	if a.onWait != nil {
+		a.onWait(name, a.now().Sub(t.start))
+	}
 	return t, nil
 }
 

@@ -61,6 +61,13 @@ func (tb *Table) Lookup(method string) (gateway.Target, bool) {
 	return nil, false
 }
 
+// Names reports whether method has a route of its own (Add), not only a prefix route: the
+// names it holds are a bounded set, fit to be a metric's label.
+func (tb *Table) Names(method string) bool {
+	_, ok := tb.methods[method]
+	return ok
+}
+
 // Methods returns the routed method names, sorted.
 func (tb *Table) Methods() []string {
 	out := make([]string, 0, len(tb.methods))

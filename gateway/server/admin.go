@@ -9,14 +9,17 @@ import (
 
 const statusKey = "status"
 
-// adminHandler returns the handler of the operator listener: probes, and the admin
-// JSON-RPC API at POST /rpc.
+// adminHandler returns the handler of the operator listener: probes, the Prometheus
+// metrics at GET /metrics, and the admin JSON-RPC API at POST /rpc. The probes and
+// /metrics ask for no credential, like a scraper and a kubelet expect: the admin listener
+// is the operator's (loopback by default) and they reveal no call's content.
 func (s *Server) adminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSONStatus(w, http.StatusOK, map[string]any{statusKey: "ok"})
 	})
 	mux.HandleFunc("GET /readyz", s.handleReady)
+	mux.Handle("GET /metrics", s.handleMetrics())
 	mux.HandleFunc("POST /rpc", s.handleAdminRPC) // admin JSON-RPC: admin.approvals.* (approvaladmin.go)
 	return mux
 }

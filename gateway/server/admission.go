@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/resilience"
 	"github.com/gatehouse-dev/gatehouse/routing"
 )
@@ -17,14 +18,22 @@ import (
 // only. Limits under admission.backends that name no backend are logged as a warning,
 // since they apply to nothing (a misspelt name leaves its backend on the defaults); they
 // are not refused, because an embedder's targets are only known once the table is built.
-func (c *Config) admissionChainStage(table *routing.Table, now func() time.Time, log *slog.Logger) gateway.Middleware {
+// The admission control is kept in c for the metrics (queue depths and the global limit at
+// scrape time); each admitted call's wait is observed in m.
+func (c *Config) admissionChainStage(table *routing.Table, now func() time.Time, log *slog.Logger, m *observability.Metrics) gateway.Middleware {
 	if c.Admission == nil {
+		c.admission = nil
 		return nil
 	}
 	if unknown := c.unknownAdmissionBackends(table); len(unknown) > 0 {
 		log.Warn("admission.backends names no backend; its limits apply to nothing", "names", unknown)
 	}
-	return resilience.Admission(c.Admission, backendOf, now, log)
+	var onWait func(string, time.Duration)
+	if m != nil {
+		onWait = m.QueueWaited
+	}
+	c.admission = resilience.NewAdmission(c.Admission, backendOf, now, log, onWait)
+	return c.admission.Middleware()
 }
 
 // unknownAdmissionBackends returns the names under admission.backends that name no backend

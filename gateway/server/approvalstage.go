@@ -93,7 +93,7 @@ func (s *approvalStage) hold(ctx context.Context, call *gateway.Call, d policy.D
 	case err != nil:
 		return approvalRecord{}, gateway.AsError(err)
 	}
-	s.log.Info("call held for approval", "approval_id", rec.ID, "method", rec.Method, "digest", rec.Digest,
+	s.log.InfoContext(ctx, "call held for approval", "approval_id", rec.ID, "method", rec.Method, "digest", rec.Digest,
 		"rule", rec.Rule, "mutation", rec.Mutation, "caller", rec.Caller, "expires", rec.Expires, "trace_id", call.TraceID)
 	return rec, nil
 }
@@ -114,7 +114,7 @@ func (s *approvalStage) wait(ctx context.Context, rec approvalRecord, byDeadline
 		switch {
 		case err != nil:
 			if ctx.Err() == nil {
-				s.log.Warn("reading a pending approval", "approval_id", rec.ID, "err", err)
+				s.log.WarnContext(ctx, "reading a pending approval", "approval_id", rec.ID, "err", err)
 			}
 			continue
 		case !ok: // gone without a decision: the store lost it, so it cannot be approved
@@ -133,7 +133,7 @@ func (s *approvalStage) wait(ctx context.Context, rec approvalRecord, byDeadline
 // outcome turns a decided record into the call's fate, and forgets the record.
 func (s *approvalStage) outcome(ctx context.Context, rec approvalRecord) error {
 	if err := s.store.forget(ctx, rec.ID); err != nil {
-		s.log.Warn("forgetting a decided approval", "approval_id", rec.ID, "err", err)
+		s.log.WarnContext(ctx, "forgetting a decided approval", "approval_id", rec.ID, "err", err)
 	}
 	if rec.Status == approvalApproved {
 		return nil
@@ -153,12 +153,12 @@ func (s *approvalStage) abandon(ctx context.Context, rec approvalRecord) error {
 	cur, err := s.store.decide(cctx, rec.ID, status, approvalSystem, note)
 	switch {
 	case isDecided(err) && cur.Status == approvalApproved:
-		s.log.Warn("an approved call's caller went away before it ran", "approval_id", rec.ID, "method", rec.Method)
+		s.log.WarnContext(ctx, "an approved call's caller went away before it ran", "approval_id", rec.ID, "method", rec.Method)
 	case err != nil && !isDecided(err):
-		s.log.Error("recording an abandoned approval", "approval_id", rec.ID, "err", err)
+		s.log.ErrorContext(ctx, "recording an abandoned approval", "approval_id", rec.ID, "err", err)
 	}
 	if err := s.store.forget(cctx, rec.ID); err != nil {
-		s.log.Warn("forgetting an abandoned approval", "approval_id", rec.ID, "err", err)
+		s.log.WarnContext(ctx, "forgetting an abandoned approval", "approval_id", rec.ID, "err", err)
 	}
 	return ctx.Err()
 }

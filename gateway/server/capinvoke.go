@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
+	"github.com/gatehouse-dev/gatehouse/routing/nekte"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
@@ -49,12 +51,17 @@ var errNoCaller = gateway.NewError(schemas.CodeInternal).With("reason", "a capab
 func (inv capabilityInvoker) Invoke(ctx context.Context, c capability.Capability, input json.RawMessage) (*gateway.Result, error) {
 	origin := callFrom(ctx)
 	if origin == nil {
-		inv.s.log.Error("capability invoked outside a call", "capability", c.ID, "method", c.Method)
+		inv.s.log.ErrorContext(ctx, "capability invoked outside a call", "capability", c.ID, "method", c.Method)
 		return nil, errNoCaller
 	}
 	if c.ID == "" || c.Method == "" {
-		inv.s.log.Error("capability without an id or a method", "capability", c.ID, "method", c.Method, "trace_id", origin.TraceID)
+		inv.s.log.ErrorContext(ctx, "capability without an id or a method", "capability", c.ID, "method", c.Method, "trace_id", origin.TraceID)
 		return nil, gateway.NewError(schemas.CodeInternal).With("reason", "the capability names no method")
+	}
+	if task := nekte.TaskIDFrom(ctx); task != "" {
+		// A delegated task's work logs under the task and its agent — the delegating
+		// caller, hashed as the access log hashes callers.
+		ctx = observability.WithLogIDs(ctx, observability.LogIDs{TaskID: task, AgentID: observability.CallerHash(origin.Principal.Subject)})
 	}
 	rt := inv.s.acquire()
 	out := rt.runAsCaller(ctx, asCaller{

@@ -33,7 +33,9 @@ type Config struct {
 	Auth      auth.Config               `yaml:"auth" json:"auth"`
 	Routing   routing.Config            `yaml:"routing" json:"routing"`
 	Log       observability.LogConfig   `yaml:"log" json:"log"`
-	State     state.Config              `yaml:"state" json:"state"`
+	// Metrics turns the Prometheus metrics on or off (on by default); read at start.
+	Metrics observability.MetricsConfig `yaml:"metrics" json:"metrics,omitzero"`
+	State   state.Config                `yaml:"state" json:"state"`
 	// SSE bounds the event streams of the boundary's JSON-RPC face (stream.go); it always
 	// applies, with defaults when absent.
 	SSE SSEConfig `yaml:"sse" json:"sse"`
@@ -59,6 +61,10 @@ type Config struct {
 	// limit and each target's concurrency limit and queue (resilience/admission.go);
 	// absent, the admission stage is not in the chain.
 	Admission *resilience.AdmissionConfig `yaml:"admission" json:"admission,omitempty"`
+	// Tracing exports OpenTelemetry spans of every call over OTLP (observability/tracing.go,
+	// gateway/server/tracing.go); absent, nothing is traced. A reload that changes it
+	// rebuilds the tracer provider.
+	Tracing *observability.TracingConfig `yaml:"tracing" json:"tracing,omitempty"`
 
 	// file is where the configuration was read from ("" for the embedded default).
 	file string
@@ -67,6 +73,9 @@ type Config struct {
 	// breakers are the breakers the breaker stage of this configuration's runtime made
 	// (breakers.go), for the readiness detail; nil without a breakers section.
 	breakers *resilience.Breakers
+	// admission is the admission control the admission stage of this configuration's runtime
+	// made (admission.go), for the metrics; nil without an admission section.
+	admission *resilience.AdmissionControl
 }
 
 // ServerConfig is the server section: listeners and process lifecycle. Listener settings
@@ -97,8 +106,8 @@ type BoundaryConfig struct {
 	IdleTimeout  time.Duration `yaml:"idle_timeout" json:"idle_timeout,omitempty"`
 }
 
-// AdminConfig is the operator listener: /healthz, /readyz and the admin JSON-RPC methods at
-// POST /rpc (admin.approvals.*).
+// AdminConfig is the operator listener: /healthz, /readyz, /metrics and the admin JSON-RPC
+// methods at POST /rpc (admin.approvals.*).
 type AdminConfig struct {
 	Addr string `yaml:"addr" json:"addr,omitempty"`
 }
@@ -281,6 +290,11 @@ func (c *Config) validate(doc *config.Document) config.ErrorList {
 	}
 	if err := c.State.Validate(); err != nil {
 		bad("state", "%v", err)
+	}
+	if t := c.Tracing; t != nil {
+		if err := t.Validate(); err != nil {
+			bad("tracing", "%v", err)
+		}
 	}
 	if err := c.Log.Validate(); err != nil {
 		bad("log", "%v", err)

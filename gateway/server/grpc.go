@@ -33,7 +33,8 @@ const (
 
 // newGRPCServer builds the internal face.
 func (s *Server) newGRPCServer(cfg InternalConfig) *grpc.Server {
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(cfg.MaxRecvBytes))
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(cfg.MaxRecvBytes),
+		grpc.ChainUnaryInterceptor(s.traceUnary), grpc.ChainStreamInterceptor(s.traceStream)) // tracing.go
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(gs, s.health)
 	gatehousev1.RegisterGatewayServiceServer(gs, &gatewayService{s: s})

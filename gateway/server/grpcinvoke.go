@@ -16,7 +16,6 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/gateway"
-	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
 )
@@ -73,7 +72,7 @@ func (s *Server) runInternal(ctx context.Context, method string, params []byte, 
 	defer rt.release()
 	principal, err := rt.auth.Authenticate(ctx, grpcCredentials(ctx))
 	if err != nil {
-		return invokeOutcome{err: gateway.AsError(err), traceID: observability.NewTraceID()}
+		return invokeOutcome{err: gateway.AsError(err), traceID: traceIDOf(ctx)}
 	}
 	return rt.runAs(ctx, principal, gateway.ZoneInternal, gateway.ProtocolGRPC, method, params, send)
 }
@@ -103,9 +102,9 @@ type asCaller struct {
 // (resolved against the deadline section: the default when ctx has none, at most max);
 // cancelling ctx cancels the call; a progress sink in ctx receives its progress.
 func (rt *runtime) runAsCaller(ctx context.Context, who asCaller, method string, params []byte, send func([]byte) error) invokeOutcome {
-	traceID := who.traceID
-	if traceID == "" {
-		traceID = observability.NewTraceID()
+	ctx, span, traceID := rt.startAsCaller(ctx, who, method)
+	if span != nil {
+		defer span.End()
 	}
 	body := envelope(method, params)
 	if who.capability != "" && len(params) > 0 {
@@ -118,7 +117,9 @@ func (rt *runtime) runAsCaller(ctx context.Context, who asCaller, method string,
 		derr = payload.Members[0].Err
 	}
 	if derr != nil {
-		return invokeOutcome{err: fromDecodeError(derr), traceID: traceID}
+		err := fromDecodeError(derr)
+		traceError(span, err)
+		return invokeOutcome{err: err, traceID: traceID}
 	}
 	req := &payload.Members[0].Request
 	if who.capability != "" {
@@ -129,7 +130,7 @@ func (rt *runtime) runAsCaller(ctx context.Context, who asCaller, method string,
 		callerMs = dl.UnixMilli()
 	}
 	ex := exchange{principal: who.principal, zone: who.zone, protocol: who.protocol,
-		deadline: rt.cfg.Deadline.Resolve(rt.now(), callerMs), callerDeadline: callerMs > 0, traceID: traceID,
+		deadline: rt.cfg.Deadline.Resolve(rt.now(), callerMs), callerDeadline: callerMs > 0, traceID: traceID, span: span,
 		capability: who.capability, keepStream: who.capability != ""}
 	var streamed bool
 	if send != nil {

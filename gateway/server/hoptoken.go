@@ -7,6 +7,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/auth"
 	"github.com/gatehouse-dev/gatehouse/auth/policy"
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
@@ -23,11 +24,12 @@ import (
 //   - none: no credential.
 //
 // Targets inside the gateway (built-ins, NEKTE) make no hop and get none, which also keeps
-// a call nested in another from inheriting its parent's credential.
-func hopTokens(ring func() *auth.KeyRing) gateway.Middleware {
+// a call nested in another from inheriting its parent's credential. Each token minted
+// counts in m (gatehouse_tokens_minted_total).
+func hopTokens(ring func() *auth.KeyRing, m *observability.Metrics) gateway.Middleware {
 	return func(next gateway.Handler) gateway.Handler {
 		return func(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
-			tok, err := hopToken(ctx, ring, call)
+			tok, err := hopToken(ctx, ring, call, m)
 			if err != nil {
 				return nil, err
 			}
@@ -40,7 +42,7 @@ func hopTokens(ring func() *auth.KeyRing) gateway.Middleware {
 }
 
 // hopToken returns the credential call's hop carries, "" for none.
-func hopToken(ctx context.Context, ring func() *auth.KeyRing, call *gateway.Call) (string, error) {
+func hopToken(ctx context.Context, ring func() *auth.KeyRing, call *gateway.Call, metrics *observability.Metrics) (string, error) {
 	t, ok := call.Target.(gateway.HopAuthenticated)
 	if !ok {
 		return "", nil
@@ -65,5 +67,6 @@ func hopToken(ctx context.Context, ring func() *auth.KeyRing, call *gateway.Call
 	case err != nil:
 		return "", gateway.NewError(schemas.CodeInternal).Wrap(err)
 	}
+	metrics.TokenMinted()
 	return m.Token, nil
 }

@@ -81,12 +81,17 @@ func (s *Server) handleRPC(c *gin.Context) {
 	rt := s.acquire()
 	defer rt.release()
 	w, r := c.Writer, c.Request
-	traceID := observability.NewTraceID()
+	ctx, span, traceID := rt.startIngress(rt.extractHTTP(r), gateway.ProtocolHTTP, spanHTTPIngress)
+	if span != nil {
+		r = r.WithContext(ctx)
+		defer endHTTPSpan(span, w.Status)
+	}
 	w.Header().Set("X-Trace-Id", traceID)
 	ex, ok := admitHTTP(rt, w, r, traceID)
 	if !ok {
 		return
 	}
+	ex.span = span
 	bufp := bodyPool.Get().(*[]byte)
 	defer bodyPool.Put(bufp)
 	body, err := readBody(r, rt.cfg.JSONRPC.MaxBodyBytes, (*bufp)[:0])
@@ -126,6 +131,7 @@ func (s *Server) handleRPC(c *gin.Context) {
 func (rt *runtime) serveEncoded(ctx context.Context, ex *exchange, body, dst []byte) []byte {
 	text, err := ex.encoding.toJSON(body, rt.limitsFor(ex.principal), rt.cfg.JSONRPC.MaxBodyBytes)
 	if err != nil {
+		traceError(ex.span, err)
 		return appendError(dst, jsonrpc.ID{}, err, ex.traceID)
 	}
 	return rt.serve(ctx, ex, text, dst)

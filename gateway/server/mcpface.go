@@ -150,7 +150,8 @@ func (f *mcpFace) serve(c *gin.Context) {
 // the request to serve, whose context carries the caller and the body; otherwise it has
 // answered the request.
 func (f *mcpFace) admit(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
-	traceID := observability.NewTraceID()
+	base := f.s.cur.Load().extractHTTP(r) // the caller's trace, which its tool calls continue
+	traceID := traceIDOf(base)
 	if f.localOnly {
 		if what := foreignOrigin(r); what != "" {
 			writeHTTPError(w, http.StatusForbidden, gateway.Errorf(schemas.CodeAuthorization, "Forbidden: the %s is not a loopback name", what), traceID)
@@ -172,7 +173,7 @@ func (f *mcpFace) admit(w http.ResponseWriter, r *http.Request) (*http.Request, 
 			return nil, false
 		}
 	}
-	ctx := context.WithValue(context.WithValue(r.Context(), principalKey{}, principal), faceRequestKey{}, fr)
+	ctx := context.WithValue(context.WithValue(base, principalKey{}, principal), faceRequestKey{}, fr)
 	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
 		ctx = resilience.WithClientAddr(ctx, ap.Addr()) // anonymous callers' rate-limit identity
 	}
@@ -291,6 +292,9 @@ func (f *mcpFace) callTool(method string) mcpserver.ToolHandlerFunc {
 			ctx = f.relayProgress(ctx, meta.ProgressToken)
 		}
 		rt := f.s.acquire()
+		if meta := req.Params.Meta; meta != nil && rt.trace != nil {
+			ctx = observability.ExtractMeta(ctx, meta.AdditionalFields) // params._meta.traceparent
+		}
 		out := rt.runAs(ctx, principal, callerZone(ctx), gateway.ProtocolMCP, method, args, nil)
 		rt.release()
 		raw := json.RawMessage(out.result)

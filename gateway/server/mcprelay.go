@@ -75,7 +75,7 @@ func (p *mcpPeer) Log(params json.RawMessage) {
 		return
 	}
 	if err := p.f.srv.SendLogMessageToClient(p.ctx, mcp.NewLoggingMessageNotification(m.Level, m.Logger, m.Data)); err != nil {
-		p.f.s.log.Debug("relaying an MCP log message", "err", err)
+		p.f.s.log.DebugContext(p.ctx, "relaying an MCP log message", "err", err)
 	}
 }
 

@@ -32,7 +32,7 @@ func (f *mcpFace) hooks() *mcpserver.Hooks {
 	h.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
 		if sid, t := sessionID(ctx), f.target(); sid != "" && t != nil && f.subs.add(sid, req.Params.URI) {
 			if err := t.Subscribe(ctx, req.Params.URI); err != nil {
-				f.s.log.Warn("subscribing upstream", "uri", req.Params.URI, "err", err)
+				f.s.log.WarnContext(ctx, "subscribing upstream", "uri", req.Params.URI, "err", err)
 			}
 		}
 	})

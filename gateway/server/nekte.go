@@ -119,6 +119,8 @@ func newNekteCore(s *Server, cfg *NekteConfig) (*nekteCore, error) {
 		Invoker: s.CapabilityInvoker(),
 		Logger:  s.log,
 		Now:     s.opts.Now,
+		// The tasks gauge counts the changes this process makes (gatehouse_tasks).
+		OnTaskStatus: s.metrics.TaskMoved,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("nekte: %w", err)

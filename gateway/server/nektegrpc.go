@@ -10,7 +10,6 @@ import (
 
 	nk "github.com/gatehouse-dev/gatehouse/codecs/nekte"
 	"github.com/gatehouse-dev/gatehouse/gateway"
-	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 	nektev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/nekte/v1"
 )
@@ -48,7 +47,7 @@ var errNekteResult = gateway.NewError(schemas.CodeInternal).With("reason", "the 
 func (n *nekteGRPC) Discover(ctx context.Context, req *nektev1.DiscoverRequest) (*nektev1.DiscoverResponse, error) {
 	p := discoverParams{Level: req.GetLevel(), Filter: discoverFilter(req.GetFilter())}
 	resp := &nektev1.DiscoverResponse{}
-	traceID := observability.NewTraceID()
+	traceID := traceIDOf(ctx) // the RPC's span's, with tracing on
 	for {
 		var page discoverPage
 		if err := decodeOutcome(n.run(ctx, traceID, nk.MethodDiscover, p, nil), &page); err != nil {
@@ -68,7 +67,7 @@ func (n *nekteGRPC) Discover(ctx context.Context, req *nektev1.DiscoverRequest) 
 func (n *nekteGRPC) Invoke(ctx context.Context, req *nektev1.InvokeRequest) (*nektev1.InvokeResponse, error) {
 	in, perr := jsonBytes("in", req.GetInput())
 	if perr != nil {
-		return nil, toStatus(perr, observability.NewTraceID())
+		return nil, toStatus(perr, traceIDOf(ctx))
 	}
 	p := nk.InvokeParams{Cap: req.GetCap(), H: req.GetH(), In: in, Budget: budget(req.GetBudget())}
 	out := n.run(ctx, "", nk.MethodInvoke, p, nil)
@@ -88,7 +87,7 @@ func (n *nekteGRPC) Invoke(ctx context.Context, req *nektev1.InvokeRequest) (*ne
 func (n *nekteGRPC) Delegate(req *nektev1.DelegateRequest, stream grpc.ServerStreamingServer[nektev1.DelegateEvent]) error {
 	p, perr := delegateParams(req)
 	if perr != nil {
-		return toStatus(perr, observability.NewTraceID())
+		return toStatus(perr, traceIDOf(stream.Context()))
 	}
 	send := func(msg []byte) error {
 		ev, err := delegateEvent(msg)
@@ -115,7 +114,7 @@ func (n *nekteGRPC) Delegate(req *nektev1.DelegateRequest, stream grpc.ServerStr
 func (n *nekteGRPC) Context(ctx context.Context, req *nektev1.ContextRequest) (*nektev1.ContextResponse, error) {
 	env, perr := envelopeParams("envelope", req.GetEnvelope())
 	if perr != nil {
-		return nil, toStatus(perr, observability.NewTraceID())
+		return nil, toStatus(perr, traceIDOf(ctx))
 	}
 	if env == nil {
 		env = &nk.Envelope{}
@@ -192,7 +191,7 @@ func (n *nekteGRPC) unary(ctx context.Context, method string, params, result any
 // result's messages go to send.
 func (n *nekteGRPC) run(ctx context.Context, traceID, method string, params any, send func([]byte) error) invokeOutcome {
 	if traceID == "" {
-		traceID = observability.NewTraceID()
+		traceID = traceIDOf(ctx)
 	}
 	raw, err := json.Marshal(params)
 	if err != nil {

@@ -16,20 +16,32 @@ import (
 // ends. If cfg cannot be built, the current runtime keeps serving and the error is returned.
 // Listener settings cannot change without a restart; a difference is logged. The key ring
 // (auth.keyring) is opened anew beside the old one, which is closed once the new one serves.
+// The tracer provider is rebuilt only when the tracing section changed; the old one is
+// flushed and shut down once no runtime uses it.
+// Each reload counts in gatehouse_config_reloads_total, ok or refused.
 func (s *Server) Reload(cfg *Config) error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
-	return s.reloadLocked(cfg)
+	err := s.reloadLocked(cfg)
+	s.metrics.ConfigReloaded(err == nil)
+	return err
 }
 
 func (s *Server) reloadLocked(cfg *Config) error {
-	rt, err := buildRuntime(cfg, s.log, s.opts.Now, s.opts.Targets, s.kv, s.KeyRing, s.revocations)
+	tr, err := s.tracingFor(cfg) // the current provider unless the tracing section changed
 	if err != nil {
 		return fmt.Errorf("building configuration: %w", err)
 	}
+	rt, err := buildRuntime(cfg, s.log, s.opts.Now, s.opts.Targets, s.kv, s.KeyRing, s.revocations, s.metrics)
+	if err != nil {
+		tr.drop()
+		return fmt.Errorf("building configuration: %w", err)
+	}
+	rt.trace = tr.hold()
 	ring, err := s.openKeyRing(cfg.Auth.KeyRing)
 	if err != nil {
 		rt.retire()
+		tr.drop()
 		return fmt.Errorf("building configuration: %w", err)
 	}
 	if !sameListeners(cfg.Server, s.listen) {
@@ -42,6 +54,7 @@ func (s *Server) reloadLocked(cfg *Config) error {
 	s.revocations.Configure(cfg.Auth.Revocation)
 	old := s.cur.Swap(rt)
 	s.swapKeyRing(ring)
+	s.swapTracing(tr)
 	if s.mcp != nil {
 		s.mcp.sync() // publish the new configuration's MCP catalog before the old one closes
 	}
@@ -59,16 +72,24 @@ func (s *Server) ReloadFile(path string) error {
 }
 
 // reloadFile reloads path; unless force is set, a file whose content is unchanged since the
-// last load is left alone (the watcher sees events that change nothing).
-func (s *Server) reloadFile(path string, force bool) error {
+// last load is left alone (the watcher sees events that change nothing) and is not counted
+// as a reload.
+func (s *Server) reloadFile(path string, force bool) (err error) {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
+	counted := true
+	defer func() {
+		if counted {
+			s.metrics.ConfigReloaded(err == nil)
+		}
+	}()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		s.log.Error("configuration reload refused", "file", path, "err", err)
 		return fmt.Errorf("reading config: %w", err)
 	}
 	if !force && s.lastFile != nil && bytes.Equal(data, s.lastFile) {
+		counted = false
 		return nil
 	}
 	if len(bytes.TrimSpace(data)) == 0 {

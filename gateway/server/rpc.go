@@ -10,8 +10,11 @@ import (
 	"runtime/debug"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/resilience"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
@@ -27,6 +30,9 @@ type exchange struct {
 	// than getting deadline.default; a request's params.deadline_ms names its own.
 	callerDeadline bool
 	traceID        string
+	// span is the exchange's ingress span (tracing.go), nil when tracing is off; traceID is
+	// its trace id.
+	span trace.Span
 	// method is the method of a body holding a single request, set when it is decoded; ""
 	// for a batch.
 	method string
@@ -80,15 +86,21 @@ func (rt *runtime) serve(ctx context.Context, ex *exchange, body, dst []byte) []
 // servePayload is serve for a body already decoded.
 func (rt *runtime) servePayload(ctx context.Context, ex *exchange, payload jsonrpc.Payload, derr *jsonrpc.DecodeError, dst []byte) []byte {
 	if derr != nil {
-		return appendError(dst, derr.ID, fromDecodeError(derr), ex.traceID)
+		err := fromDecodeError(derr)
+		traceError(ex.span, err)
+		return appendError(dst, derr.ID, err, ex.traceID)
 	}
 	if !payload.Batch {
 		if payload.Members[0].Err == nil {
 			ex.method = payload.Members[0].Request.Method
 		}
 		out := rt.runMember(ctx, ex, &payload.Members[0])
+		if payload.Members[0].Err != nil {
+			traceError(ex.span, out.err)
+		}
 		return appendOutcome(dst, &out, ex.traceID)
 	}
+	traceBatch(ex.span, len(payload.Members))
 	return appendBatch(dst, rt.runBatch(ctx, ex, payload.Members), ex.traceID)
 }
 
@@ -180,16 +192,25 @@ func (rt *runtime) call(ctx context.Context, ex *exchange, req *jsonrpc.Request,
 	if ex.callerDeadline || req.DeadlineMs > 0 {
 		ctx = gateway.WithCallerDeadline(ctx, c.Deadline)
 	}
+	if ex.span != nil { // the call's span: the ingress span, or a batch member's own
+		var t callTrace
+		ctx, t = rt.traceCall(ctx, ex, c, single)
+		defer t.record(c, &out)
+	}
+	ctx = observability.WithLogIDs(ctx, observability.LogIDs{TraceID: c.TraceID})
+	if rt.access != nil {
+		defer rt.logAccess(ctx, c, &out, time.Now())
+	}
 	defer func() {
 		if p := recover(); p != nil {
-			rt.log.Error("panic in call", "method", req.Method, "trace_id", ex.traceID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			rt.log.ErrorContext(ctx, "panic in call", "method", req.Method, "trace_id", ex.traceID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			out.res, out.err = nil, gateway.NewError(schemas.CodeInternal)
 		}
 	}()
 	res, err := rt.handler(withCall(ctx, c), c)
 	if err != nil {
 		out.err = gateway.AsError(err)
-		rt.logCallError(c, out.err)
+		rt.logCallError(ctx, c, out.err)
 		return out
 	}
 	if res.Stream != nil && !ex.keepStream {
@@ -222,7 +243,7 @@ func (rt *runtime) streamed(ctx context.Context, ex *exchange, c *gateway.Call, 
 		o := deliver(ctx, out.id, s)
 		o.id = out.id
 		if o.err != nil {
-			rt.logCallError(c, o.err)
+			rt.logCallError(ctx, c, o.err)
 		}
 		return o
 	}
@@ -233,7 +254,7 @@ func (rt *runtime) streamed(ctx context.Context, ex *exchange, c *gateway.Call, 
 	}
 	o := rt.collect(ctx, s, out)
 	if o.err != nil {
-		rt.logCallError(c, o.err)
+		rt.logCallError(ctx, c, o.err)
 	}
 	return o
 }
@@ -264,12 +285,32 @@ func (rt *runtime) collect(ctx context.Context, s gateway.Stream, out outcome) o
 	}
 }
 
-func (rt *runtime) logCallError(c *gateway.Call, err *gateway.Error) {
+func (rt *runtime) logCallError(ctx context.Context, c *gateway.Call, err *gateway.Error) {
 	if err.Code() == schemas.CodeInternal {
-		rt.log.Error("call failed", "method", c.Method, "trace_id", c.TraceID, "err", err)
+		rt.log.ErrorContext(ctx, "call failed", "method", c.Method, "trace_id", c.TraceID, "err", err)
 		return
 	}
-	rt.log.Debug("call failed", "method", c.Method, "trace_id", c.TraceID, "err", err)
+	rt.log.DebugContext(ctx, "call failed", "method", c.Method, "trace_id", c.TraceID, "err", err)
+}
+
+// logAccess records the call in the access log (observability.AccessLog): its outcome,
+// how long it took since start, and — with log.debug_payloads — its redacted payloads.
+// A streamed result's payload is not read for the log.
+func (rt *runtime) logAccess(ctx context.Context, c *gateway.Call, out *outcome, start time.Time) {
+	e := observability.AccessEntry{
+		Method:   c.Method,
+		Protocol: c.Protocol.String(),
+		Duration: time.Since(start),
+		Caller:   c.Principal.Subject,
+		TraceID:  c.TraceID,
+		Params:   c.Params,
+	}
+	if out.err != nil {
+		e.Code = int(out.err.Code())
+	} else if out.res != nil && out.res.Stream == nil {
+		e.Result = out.res.Value
+	}
+	rt.access.Record(ctx, &e)
 }
 
 // appendOutcome appends the response for out, or nothing for a notification.

@@ -12,8 +12,10 @@ import (
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/gateway/state"
+	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/routing"
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
+	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
 )
 
 // runtime is everything built from one configuration. It is immutable once built; requests
@@ -27,7 +29,12 @@ type runtime struct {
 	table  *routing.Table
 	limits jsonrpc.Limits
 	log    *slog.Logger
+	// access is the per-call access log (log.access, log.debug_payloads); nil when off.
+	access *observability.AccessLog
 	now    func() time.Time
+	// trace is the tracer provider of the configuration's tracing section, nil when off
+	// (tracing.go); the runtime holds a reference to it until it is closed.
+	trace *tracingRef
 	// catalog is the NEKTE capability catalog of this configuration, nil when NEKTE is off;
 	// catalogSeen is its version whose problems were logged last.
 	catalog     *capability.Registry
@@ -44,8 +51,9 @@ type runtime struct {
 // other target (routeNekte). kv is the process's state store, which the approval stage
 // keeps pending approvals in; ring returns the process's signing key ring (nil: none), which
 // mints the downstream tokens of the configuration's hops; rev is the process's revocation
-// list, which the authenticator consults.
-func buildRuntime(cfg *Config, log *slog.Logger, now func() time.Time, extra map[string]gateway.Target, kv state.KV, ring func() *auth.KeyRing, rev *auth.Revocations) (*runtime, error) {
+// list, which the authenticator consults; m are the process's metrics (nil: off).
+func buildRuntime(cfg *Config, log *slog.Logger, now func() time.Time, extra map[string]gateway.Target, kv state.KV, ring func() *auth.KeyRing, rev *auth.Revocations,
+	m *observability.Metrics) (*runtime, error) {
 	svc, extra := splitNekte(extra)
 	routes, err := newMCPRoutes(cfg.Routing.MCP)
 	if err != nil {
@@ -53,11 +61,11 @@ func buildRuntime(cfg *Config, log *slog.Logger, now func() time.Time, extra map
 	}
 	// The authenticator is opened first: a configuration whose keys cannot be read (a
 	// missing PEM file, a bad JWKS file) is refused, at startup and on reload.
-	authn, err := auth.Open(context.Background(), cfg.Auth, auth.Options{Logger: log, Now: now, Revocations: rev})
+	authn, err := auth.Open(context.Background(), cfg.Auth, auth.Options{Logger: log, Now: now, Revocations: rev, OnToken: m.TokenChecked})
 	if err != nil {
 		return nil, err
 	}
-	table, err := routing.Build(cfg.Routing, routing.BuildOptions{Logger: log, Now: now, MCP: routes.options()})
+	table, err := routing.Build(cfg.Routing, routing.BuildOptions{Logger: log, Now: now, MCP: append(routes.options(), mcpbackend.WithSessionStarted(m.UpstreamStarted))})
 	if err != nil {
 		return nil, errors.Join(err, authn.Close())
 	}
@@ -68,12 +76,13 @@ func buildRuntime(cfg *Config, log *slog.Logger, now func() time.Time, extra map
 	}
 	rt := &runtime{
 		cfg:     cfg,
-		handler: pipeline(cfg, table, now, kv, ring, log),
+		handler: pipeline(cfg, table, now, kv, ring, log, m),
 		auth:    authn,
 		authn:   authn,
 		table:   table,
 		limits:  jsonrpc.Limits{MaxDepth: cfg.JSONRPC.MaxDepth, MaxStringBytes: cfg.JSONRPC.MaxStringBytes},
 		log:     log,
+		access:  observability.NewAccessLog(cfg.Log, log),
 		now:     now,
 	}
 	if err := rt.routeNekte(svc); err != nil {
@@ -107,6 +116,7 @@ func (rt *runtime) close() {
 		if err := rt.authn.Close(); err != nil {
 			rt.log.Warn("closing the authenticator of the replaced configuration", "err", err)
 		}
+		rt.trace.drop()
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
@@ -19,6 +20,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/auth"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/gateway/state"
+	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/routing/calculator"
 )
 
@@ -39,6 +41,10 @@ type Options struct {
 	// caller owns it (the server does not close it). For embedders, and tests that run
 	// several servers as replicas sharing one store.
 	State state.KV
+	// SpanExporter, when set, receives the spans of the tracing section instead of the OTLP
+	// exporter it describes (tests, embedders); the caller owns it. Without a tracing
+	// section nothing is traced.
+	SpanExporter sdktrace.SpanExporter
 }
 
 // Server is one Gatehouse process's set of listeners and the runtime they serve.
@@ -74,6 +80,12 @@ type Server struct {
 
 	mcp   *mcpFace   // nil when the MCP face is off
 	nekte *nekteCore // nil when NEKTE was off at start
+	// metrics are the process's metrics, kept across reloads; nil when metrics are off.
+	metrics *observability.Metrics
+	// tracing is the tracer provider of the current configuration's tracing section, nil
+	// without one; built at start, anew on a reload that changes the section, flushed and
+	// shut down at the end (tracing.go). Under reloadMu.
+	tracing *tracingRef
 
 	serving  atomic.Bool
 	draining atomic.Bool
@@ -126,7 +138,7 @@ func New(cfg *Config, opts Options) (*Server, error) {
 // newServer builds what every way of serving needs: the state store, the NEKTE service
 // when cfg has a nekte section (it lives on it, as long as the process), and the runtime
 // of cfg.
-func newServer(cfg *Config, opts Options) (*Server, error) {
+func newServer(cfg *Config, opts Options) (_ *Server, err error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -135,6 +147,7 @@ func newServer(cfg *Config, opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, log: opts.Logger, listen: cfg.Server, stateCfg: cfg.State}
 	s.ws.init()
+	s.startMetrics(cfg)
 	s.kv = opts.State
 	if s.kv == nil {
 		kv, err := state.Open(cfg.State)
@@ -160,7 +173,19 @@ func newServer(cfg *Config, opts Options) (*Server, error) {
 		s.closeState()
 		return nil, err
 	}
-	rt, err := buildRuntime(cfg, s.log, opts.Now, s.opts.Targets, s.kv, s.KeyRing, s.revocations)
+	if s.tracing, err = s.tracingFor(cfg); err != nil {
+		s.closeNekte(context.Background())
+		s.closeRevocations()
+		s.swapKeyRing(nil)
+		s.closeState()
+		return nil, fmt.Errorf("building configuration: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			s.closeTracing()
+		}
+	}()
+	rt, err := buildRuntime(cfg, s.log, opts.Now, s.opts.Targets, s.kv, s.KeyRing, s.revocations, s.metrics)
 	if err != nil {
 		s.closeNekte(context.Background())
 		s.closeRevocations()
@@ -168,6 +193,7 @@ func newServer(cfg *Config, opts Options) (*Server, error) {
 		s.closeState()
 		return nil, fmt.Errorf("building configuration: %w", err)
 	}
+	rt.trace = s.tracing.hold()
 	s.setLogLevel(cfg)
 	s.cur.Store(rt)
 	return s, nil
@@ -207,6 +233,7 @@ func (s *Server) closeNekte(ctx context.Context) {
 func (s *Server) closeCore() {
 	s.closeNekte(context.Background())
 	s.cur.Load().retire()
+	s.closeTracing() // after the runtime: the spans of calls it answered are flushed
 	s.closeRevocations()
 	s.swapKeyRing(nil)
 	s.closeState()

@@ -37,7 +37,8 @@ const closeReasonShutdown = "server shutting down"
 func (s *Server) handleWS(c *gin.Context) {
 	rt := s.acquire()
 	cfg, w, r := rt.cfg.WebSocket, c.Writer, c.Request
-	traceID := observability.NewTraceID()
+	upgrade := rt.extractHTTP(r) // the caller's trace, which the connection's messages continue
+	traceID := traceIDOf(upgrade)
 	if cfg == nil {
 		rt.release()
 		writeHTTPError(w, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "WebSocket is not enabled"), traceID)
@@ -74,6 +75,7 @@ func (s *Server) handleWS(c *gin.Context) {
 	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
 		wc.ctx = resilience.WithClientAddr(wc.ctx, ap.Addr()) // anonymous callers' rate-limit identity
 	}
+	wc.ctx = withTraceParentOf(wc.ctx, upgrade)
 	if !s.ws.add(wc) {
 		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, closeReasonShutdown), time.Now().Add(time.Second))
 		_ = conn.Close()
@@ -200,12 +202,17 @@ func (c *wsConn) handle(payload jsonrpc.Payload, derr *jsonrpc.DecodeError, enc 
 	defer unregister()
 	rt := c.s.acquire()
 	defer rt.release()
+	ctx, span, traceID := rt.startMessage(c.ctx, &payload, derr)
+	if span != nil {
+		defer span.End()
+	}
 	ex := exchange{
 		principal: c.principal,
 		zone:      gateway.ZoneExternal,
 		protocol:  gateway.ProtocolWebSocket,
 		deadline:  rt.cfg.Deadline.Resolve(rt.now(), 0),
-		traceID:   observability.NewTraceID(),
+		traceID:   traceID,
+		span:      span,
 		encoding:  enc,
 		begin:     c.begin,
 		progress: func(id jsonrpc.ID, _ bool) (func(gateway.Progress), func()) {
@@ -224,7 +231,7 @@ func (c *wsConn) handle(payload jsonrpc.Payload, derr *jsonrpc.DecodeError, enc 
 			})
 		},
 	}
-	if out := rt.servePayload(c.ctx, &ex, payload, derr, nil); len(out) > 0 {
+	if out := rt.servePayload(ctx, &ex, payload, derr, nil); len(out) > 0 {
 		c.enqueue(enc, out)
 	}
 }

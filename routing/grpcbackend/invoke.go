@@ -22,7 +22,8 @@ var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b
 
 // Invoke implements gateway.Target: params are transcoded to the request message, the RPC
 // runs with the call's deadline less the reserve, and the response is transcoded back.
-func (b *Backend) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
+// A traced call's RPC is a client span (trace.go).
+func (b *Backend) Invoke(ctx context.Context, call *gateway.Call) (_ *gateway.Result, err error) {
 	r := b.state.Load()
 	if r == nil {
 		return nil, b.unavailable()
@@ -37,13 +38,16 @@ func (b *Backend) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Resu
 	if m.desc.IsStreamingClient() || m.desc.IsStreamingServer() {
 		return b.invokeStreaming(ctx, call, m)
 	}
+	obs := gateway.ObserverFrom(ctx)
 	bufp := framePool.Get().(*[]byte)
 	defer framePool.Put(bufp)
-	req, err := m.codec.request((*bufp)[:0], call.Params)
+	req, err := m.encode(obs, (*bufp)[:0], call.Params)
 	*bufp = req[:0]
 	if err != nil {
 		return nil, paramsError(err)
 	}
+	ctx, span := b.startSpan(ctx, m)
+	defer endSpan(span, &err)
 	ctx, cancel, herr := b.callContext(ctx, call)
 	if herr != nil {
 		return nil, herr
@@ -57,7 +61,7 @@ func (b *Backend) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Resu
 	if err != nil {
 		return nil, b.statusError(err, header, trailer, sentTo.Addr != nil)
 	}
-	out, err := m.codec.response(nil, resp.data)
+	out, err := m.decode(obs, resp.data)
 	if err != nil {
 		return nil, gateway.Errorf(schemas.CodeInternal, "The backend's response could not be transcoded").
 			With("backend", b.cfg.Name).Wrap(err)
@@ -80,7 +84,7 @@ func (b *Backend) callContext(ctx context.Context, call *gateway.Call) (context.
 		}
 	}
 	md := metadata.Pairs("x-request-id", call.TraceID)
-	if len(call.TraceID) == 32 {
+	if !injectTrace(ctx, md) && len(call.TraceID) == 32 { // untraced: the call's trace id, a new span id
 		md.Append("traceparent", traceparent(call.TraceID))
 	}
 	if !call.ID.IsZero() {

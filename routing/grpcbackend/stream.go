@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/peer"
@@ -18,13 +19,17 @@ import (
 // invokeStreaming runs a streaming RPC. The call's params are the first request message
 // (omitted when empty); for client-streaming and bidirectional methods the messages of
 // call.Input follow. A server-streaming method's result is a Stream of response messages;
-// closing it cancels the RPC.
-func (b *Backend) invokeStreaming(ctx context.Context, call *gateway.Call, m *method) (*gateway.Result, error) {
+// closing it cancels the RPC. A traced call's RPC is a client span, which a
+// server-streaming result's Close ends (trace.go).
+func (b *Backend) invokeStreaming(ctx context.Context, call *gateway.Call, m *method) (res *gateway.Result, err error) {
 	clientStreams, serverStreams := m.desc.IsStreamingClient(), m.desc.IsStreamingServer()
 	if clientStreams && call.Input == nil {
 		return nil, gateway.Errorf(schemas.CodeInvalidRequest,
 			"Client-streaming method: call it over WebSocket and send messages with $/stream/send").With("backend", b.cfg.Name)
 	}
+	obs := gateway.ObserverFrom(ctx)
+	ctx, span := b.startSpan(ctx, m)
+	defer endSpanUnlessStreamed(span, &res, &err)
 	ctx, cancel, herr := b.callContext(ctx, call)
 	if herr != nil {
 		return nil, herr
@@ -35,14 +40,17 @@ func (b *Backend) invokeStreaming(ctx context.Context, call *gateway.Call, m *me
 		cancel()
 		return nil, b.statusError(err, nil, nil, false)
 	}
-	first, err := m.codec.request(nil, call.Params)
+	closed := m.streamOpened(obs)
+	first, err := m.encode(obs, nil, call.Params)
 	if err != nil {
 		cancel()
+		closed()
 		return nil, paramsError(err)
 	}
 	if len(call.Params) > 0 || !clientStreams {
 		if err := cs.SendMsg(&frame{data: first}); err != nil {
 			cancel()
+			closed()
 			return nil, b.recvError(cs, err)
 		}
 	}
@@ -59,8 +67,9 @@ func (b *Backend) invokeStreaming(ctx context.Context, call *gateway.Call, m *me
 		close(p.done)
 	}
 	if serverStreams {
-		return &gateway.Result{Stream: &responseStream{b: b, cs: cs, m: m, cancel: cancel, p: p}}, nil
+		return &gateway.Result{Stream: &responseStream{b: b, cs: cs, m: m, cancel: cancel, p: p, obs: obs, closed: closed, span: span}}, nil
 	}
+	defer closed()
 	defer cancel()
 	if <-p.done; p.err != nil {
 		return nil, gateway.AsError(p.err)
@@ -69,7 +78,7 @@ func (b *Backend) invokeStreaming(ctx context.Context, call *gateway.Call, m *me
 	if err := cs.RecvMsg(&resp); err != nil {
 		return nil, b.recvError(cs, err)
 	}
-	out, err := m.codec.response(nil, resp.data)
+	out, err := m.decode(obs, resp.data)
 	if err != nil {
 		return nil, gateway.NewError(schemas.CodeInternal).With("backend", b.cfg.Name).Wrap(err)
 	}
@@ -132,6 +141,9 @@ type responseStream struct {
 	cancel context.CancelFunc
 	p      *pumper
 	once   sync.Once
+	obs    gateway.Observer
+	closed func()     // reports the stream closed to obs, once, from Close
+	span   trace.Span // the RPC's client span, ended by Close; nil when untraced
 }
 
 // Recv returns the next response as JSON, io.EOF when the backend ended the stream with OK.
@@ -144,6 +156,9 @@ func (s *responseStream) Recv(ctx context.Context) ([]byte, error) {
 	}
 	var f frame
 	if err := s.cs.RecvMsg(&f); err != nil {
+		if s.span != nil {
+			spanStatus(s.span, err)
+		}
 		if errors.Is(err, io.EOF) {
 			return nil, io.EOF
 		}
@@ -155,7 +170,7 @@ func (s *responseStream) Recv(ctx context.Context) ([]byte, error) {
 		}
 		return nil, s.b.recvError(s.cs, err)
 	}
-	out, err := s.m.codec.response(nil, f.data)
+	out, err := s.m.decode(s.obs, f.data)
 	if err != nil {
 		return nil, gateway.NewError(schemas.CodeInternal).With("backend", s.b.cfg.Name).Wrap(err)
 	}
@@ -167,6 +182,10 @@ func (s *responseStream) Close() error {
 	s.once.Do(func() {
 		s.cancel()
 		<-s.p.done
+		s.closed()
+		if s.span != nil {
+			s.span.End()
+		}
 	})
 	return nil
 }

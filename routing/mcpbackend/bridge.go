@@ -24,6 +24,8 @@ type Bridge struct {
 	now         func() time.Time
 	sampling    SamplingHandler
 	elicitation ElicitationHandler
+	// sessionStarted is told of every session started (WithSessionStarted); nil: no one.
+	sessionStarted func(upstream string)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -139,6 +141,15 @@ func (b *Bridge) Status() []UpstreamStatus {
 	out := make([]UpstreamStatus, 0, len(b.ups))
 	for _, u := range b.ups {
 		out = append(out, u.status())
+	}
+	return out
+}
+
+// Connected returns the live upstream sessions by transport ("stdio", "sse", "http").
+func (b *Bridge) Connected() map[string]int {
+	out := make(map[string]int, 3)
+	for _, u := range b.ups {
+		out[u.cfg.transportName()] += u.status().Live
 	}
 	return out
 }
@@ -268,6 +279,8 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args json.RawMessage
 		return nil, err
 	}
 	progress := progressFrom(ctx)
+	start := time.Now()
+	defer func() { gateway.ObserverFrom(ctx).ToolCalled(name, r.up.cfg.Name, time.Since(start)) }()
 	x, err := r.up.do(ctx, func(ctx context.Context, s *session) error {
 		req := mcp.CallToolRequest{}
 		req.Params.Name = r.original

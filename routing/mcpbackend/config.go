@@ -308,6 +308,18 @@ func (c Config) validate() error {
 	return c.DownstreamToken.Validate()
 }
 
+// transportName names the upstream's transport: "stdio", "sse" or "http".
+func (c Config) transportName() string {
+	switch {
+	case c.Stdio != nil:
+		return "stdio"
+	case c.SSE != nil:
+		return "sse"
+	default:
+		return "http"
+	}
+}
+
 func (c Config) validateTransport() error {
 	n := 0
 	for _, set := range []bool{c.Stdio != nil, c.SSE != nil, c.HTTP != nil} {

@@ -34,6 +34,13 @@ func WithSampling(h SamplingHandler) Option { return func(b *Bridge) { b.samplin
 // WithElicitation sets the handler for upstreams whose elicitation policy is "route".
 func WithElicitation(h ElicitationHandler) Option { return func(b *Bridge) { b.elicitation = h } }
 
+// WithSessionStarted sets fn to be told, with the upstream's configured name, of every MCP
+// session that starts — the first of each slot and every restart (the metrics count them).
+// fn runs on the upstream's supervisor goroutine and must not block.
+func WithSessionStarted(fn func(upstream string)) Option {
+	return func(b *Bridge) { b.sessionStarted = fn }
+}
+
 // Progress is one notifications/progress an upstream sent for a call. It is
 // gateway.Progress: one progress mechanism serves every face.
 type Progress = gateway.Progress

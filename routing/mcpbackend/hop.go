@@ -87,12 +87,17 @@ func (u *upstream) hopBearer(ctx context.Context) string {
 }
 
 // hopHeaders is the header function of u's HTTP transports: on the requests carrying a
-// call with a hop credential, "Authorization: Bearer <token>". The transports apply it
-// after the configured static headers, so it replaces a static Authorization header on
+// call with a hop credential, "Authorization: Bearer <token>", and on those of a traced
+// call the traceparent and tracestate of its client span (trace.go). The transports apply
+// it after the configured static headers, so it replaces a static Authorization header on
 // those requests; every other request keeps the static one.
 func (u *upstream) hopHeaders(ctx context.Context) map[string]string {
+	h := traceHeaders(ctx)
 	if tok := u.hopBearer(ctx); tok != "" {
-		return map[string]string{"Authorization": "Bearer " + tok}
+		if h == nil {
+			h = make(map[string]string, 1)
+		}
+		h["Authorization"] = "Bearer " + tok
 	}
-	return nil
+	return h
 }

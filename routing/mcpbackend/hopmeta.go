@@ -20,36 +20,72 @@ const MetaKeyAuthorization = "gatehouse.dev/authorization"
 // metaKeyJSON is the member name as encoding/json writes it.
 var metaKeyJSON = []byte(`"` + MetaKeyAuthorization + `"`)
 
+// The params._meta members that carry a traced call's W3C trace context to a stdio
+// upstream, which has no HTTP headers (over HTTP they are the traceparent and tracestate
+// headers: upstream.hopHeaders).
+const (
+	MetaKeyTraceparent = "traceparent"
+	MetaKeyTracestate  = "tracestate"
+)
+
+// hopMeta is what the bridge settles in the params._meta of a request to a stdio
+// upstream: the hop credential — the bridge owns the member, so an empty bearer removes
+// any value — and the trace context of the call's client span, set when the call is
+// traced (traceparent not empty) and left alone otherwise.
+type hopMeta struct {
+	bearer                  string
+	traceparent, tracestate string
+}
+
+// setsNothing reports whether h has nothing to set (it may still remove a credential).
+func (h hopMeta) setsNothing() bool { return h.bearer == "" && h.traceparent == "" }
+
+// apply settles h in the members of a _meta object.
+func (h hopMeta) apply(meta map[string]any) {
+	delete(meta, MetaKeyAuthorization)
+	if h.bearer != "" {
+		meta[MetaKeyAuthorization] = "Bearer " + h.bearer
+	}
+	if h.traceparent != "" {
+		meta[MetaKeyTraceparent] = h.traceparent
+		delete(meta, MetaKeyTracestate)
+		if h.tracestate != "" {
+			meta[MetaKeyTracestate] = h.tracestate
+		}
+	}
+}
+
 // withHopMeta returns a request's params with params._meta[MetaKeyAuthorization] set to
-// "Bearer <bearer>", or removed when bearer is empty; the rest of _meta (progressToken,
-// the 2026-07-28 request metadata) is kept. params are what mcp-go hands the transport: a
+// "Bearer <h.bearer>", or removed when h.bearer is empty, and the trace context of h set
+// when it has one; the rest of _meta (progressToken, the 2026-07-28 request metadata) is
+// kept. params are what mcp-go hands the transport: a
 // typed params struct, or on 2026-07-28 the map of members it builds. Params without the
 // member are returned as they are when there is nothing to set. The params of the calls
 // the bridge forwards (tools/call, resources/read, prompts/get) are handled as the typed
 // structs they are; any other params through their JSON. mcp-go encodes _meta from Go
 // maps, so in JSON the member's name appears exactly as metaKeyJSON when present.
-func withHopMeta(params any, bearer string) (any, error) {
+func withHopMeta(params any, h hopMeta) (any, error) {
 	if meta, ok := typedMeta(params); ok {
-		if bearer == "" && !hasHopMember(meta) {
+		if h.setsNothing() && !hasHopMember(meta) {
 			return params, nil
 		}
-		return withTypedMeta(params, hopMetaOf(meta, bearer)), nil
+		return withTypedMeta(params, hopMetaOf(meta, h)), nil
 	}
 	fields, isMap := params.(map[string]json.RawMessage)
 	if isMap {
-		if bearer == "" && !bytes.Contains(fields["_meta"], metaKeyJSON) {
+		if h.setsNothing() && !bytes.Contains(fields["_meta"], metaKeyJSON) {
 			return params, nil
 		}
 		fields = maps.Clone(fields)
 	} else {
-		if params == nil && bearer == "" {
+		if params == nil && h.setsNothing() {
 			return nil, nil
 		}
 		raw, err := json.Marshal(params)
 		if err != nil {
 			return nil, fmt.Errorf("encoding request params: %w", err)
 		}
-		if bearer == "" && !bytes.Contains(raw, metaKeyJSON) {
+		if h.setsNothing() && !bytes.Contains(raw, metaKeyJSON) {
 			return params, nil
 		}
 		if fields, err = objectMembers(raw); err != nil {
@@ -61,9 +97,14 @@ func withHopMeta(params any, bearer string) (any, error) {
 		return nil, errors.New("request params._meta is not a JSON object")
 	}
 	delete(meta, MetaKeyAuthorization)
-	if bearer != "" {
-		if meta[MetaKeyAuthorization], err = json.Marshal("Bearer " + bearer); err != nil {
-			return nil, fmt.Errorf("encoding the hop credential: %w", err)
+	set := map[string]any{}
+	h.apply(set)
+	if h.traceparent != "" {
+		delete(meta, MetaKeyTracestate)
+	}
+	for k, v := range set {
+		if meta[k], err = json.Marshal(v); err != nil {
+			return nil, fmt.Errorf("encoding request params._meta: %w", err)
 		}
 	}
 	if len(meta) == 0 {
@@ -130,21 +171,18 @@ func hasHopMember(meta *mcp.Meta) bool {
 	return ok
 }
 
-// hopMetaOf returns a copy of meta with its MetaKeyAuthorization member set to "Bearer
-// <bearer>", or removed when bearer is empty; nil when nothing is left.
-func hopMetaOf(meta *mcp.Meta, bearer string) *mcp.Meta {
+// hopMetaOf returns a copy of meta with h settled in it (hopMeta); nil when nothing is
+// left.
+func hopMetaOf(meta *mcp.Meta, h hopMeta) *mcp.Meta {
 	out := &mcp.Meta{}
 	if meta != nil {
 		out.ProgressToken = meta.ProgressToken
 		out.AdditionalFields = maps.Clone(meta.AdditionalFields)
 	}
-	delete(out.AdditionalFields, MetaKeyAuthorization)
-	if bearer != "" {
-		if out.AdditionalFields == nil {
-			out.AdditionalFields = map[string]any{}
-		}
-		out.AdditionalFields[MetaKeyAuthorization] = "Bearer " + bearer
+	if out.AdditionalFields == nil {
+		out.AdditionalFields = map[string]any{}
 	}
+	h.apply(out.AdditionalFields)
 	if out.ProgressToken == nil && len(out.AdditionalFields) == 0 {
 		return nil
 	}

@@ -1,12 +1,16 @@
 package mcpbackend
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
 )
 
 // TestWithHopMeta covers the params shapes mcp-go hands a transport: typed params structs
@@ -54,7 +58,7 @@ func TestWithHopMeta(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := withHopMeta(tt.params, tt.bearer)
+			got, err := withHopMeta(tt.params, hopMeta{bearer: tt.bearer})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("got %v, want an error containing %q", err, tt.wantErr)
@@ -91,7 +95,7 @@ func TestWithHopMeta(t *testing.T) {
 	}
 	t.Run("the caller's _meta is not modified", func(t *testing.T) {
 		in := typed(forged())
-		if _, err := withHopMeta(in, "t11"); err != nil {
+		if _, err := withHopMeta(in, hopMeta{bearer: "t11"}); err != nil {
 			t.Fatal(err)
 		}
 		if in.Meta.AdditionalFields[MetaKeyAuthorization] != "Bearer forged" {
@@ -100,7 +104,7 @@ func TestWithHopMeta(t *testing.T) {
 	})
 	t.Run("the caller's member map is not modified", func(t *testing.T) {
 		in := members(`{"gatehouse.dev/authorization":"Bearer forged"}`)
-		if _, err := withHopMeta(in, "t8"); err != nil {
+		if _, err := withHopMeta(in, hopMeta{bearer: "t8"}); err != nil {
 			t.Fatal(err)
 		}
 		if string(in["_meta"]) != `{"gatehouse.dev/authorization":"Bearer forged"}` {
@@ -127,10 +131,65 @@ func BenchmarkWithHopMeta(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := withHopMeta(c.params, c.bearer); err != nil {
+				if _, err := withHopMeta(c.params, hopMeta{bearer: c.bearer}); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
+	}
+}
+
+// TestWithHopMetaTraceContext: a traced call's trace context is set in _meta beside the hop
+// credential, replacing any stale one (a tracestate without a new one is removed); an
+// untraced call's _meta keeps what it had.
+func TestWithHopMetaTraceContext(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	tests := []struct {
+		name   string
+		params any
+		hop    hopMeta
+		want   string
+	}{
+		{"typed, traced", mcp.CallToolParams{Name: "echo"}, hopMeta{bearer: "t1", traceparent: tp, tracestate: "k=v"},
+			`{"name":"echo","_meta":{"gatehouse.dev/authorization":"Bearer t1","traceparent":"` + tp + `","tracestate":"k=v"}}`},
+		{"typed, stale state dropped", mcp.CallToolParams{Name: "echo", Meta: &mcp.Meta{AdditionalFields: map[string]any{"traceparent": "old", "tracestate": "old"}}},
+			hopMeta{traceparent: tp}, `{"name":"echo","_meta":{"traceparent":"` + tp + `"}}`},
+		{"typed, untraced keeps", mcp.CallToolParams{Name: "echo", Meta: &mcp.Meta{AdditionalFields: map[string]any{"traceparent": "theirs"}}},
+			hopMeta{}, `{"name":"echo","_meta":{"traceparent":"theirs"}}`},
+		{"members, traced", map[string]json.RawMessage{"name": json.RawMessage(`"echo"`), "_meta": json.RawMessage(`{"tracestate":"old","x":1}`)},
+			hopMeta{traceparent: tp}, `{"name":"echo","_meta":{"traceparent":"` + tp + `","x":1}}`},
+		{"no params, traced", nil, hopMeta{traceparent: tp}, `{"_meta":{"traceparent":"` + tp + `"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := withHopMeta(tt.params, tt.hop)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := json.Marshal(got)
+			var g, w any
+			_ = json.Unmarshal(raw, &g)
+			if err := json.Unmarshal([]byte(tt.want), &w); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(g, w) {
+				t.Fatalf("got %s\nwant %s", raw, tt.want)
+			}
+		})
+	}
+}
+
+// TestHopHeadersTraceContext: over HTTP, a traced call's requests carry the traceparent and
+// tracestate headers of its span beside the hop credential; untraced ones carry neither.
+func TestHopHeadersTraceContext(t *testing.T) {
+	u := &upstream{hop: gateway.HopAuth{Mode: gateway.HopMint}}
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled})
+	ctx := gateway.WithHopToken(trace.ContextWithSpanContext(context.Background(), sc), "tok")
+	h := u.hopHeaders(ctx)
+	if h["traceparent"] != "00-01000000000000000000000000000000-0200000000000000-01" || h["Authorization"] != "Bearer tok" {
+		t.Fatalf("traced: %v", h)
+	}
+	if h := u.hopHeaders(context.Background()); h != nil {
+		t.Fatalf("untraced: %v", h)
 	}
 }

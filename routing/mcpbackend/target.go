@@ -80,6 +80,9 @@ func (t *Target) Name() string { return "mcp" }
 // then checked like any direct call.
 func (t *Target) Routes() (methods, prefixes []string) { return nil, []string{t.ns} }
 
+// Connected returns the bridge's live upstream sessions by transport (Bridge.Connected).
+func (t *Target) Connected() map[string]int { return t.b.Connected() }
+
 // Ready implements gateway.Readier.
 func (t *Target) Ready(ctx context.Context) error { return t.b.Ready(ctx) }
 

@@ -151,6 +151,9 @@ func (u *upstream) up(slot int, s *session) {
 		attrs = append(attrs, "pid", s.child.pid())
 	}
 	u.log.Info("MCP session started", attrs...)
+	if fn := u.bridge.sessionStarted; fn != nil {
+		fn(u.cfg.Name)
+	}
 	if !mcp.IsModernProtocol(s.version) {
 		for _, uri := range subs {
 			u.wg.Go(func() { _ = u.subscribeOn(s, uri) })

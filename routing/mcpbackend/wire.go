@@ -24,7 +24,9 @@ import (
 //     mcp-go only does over stdio (client.cancelRequest skips HTTP connections; on the
 //     stateless 2026-07-28 revision ending the HTTP request is the cancellation, so
 //     nothing is sent there);
-//   - it settles the hop credential in params._meta of every request (SendRequest);
+//   - it settles the hop credential in params._meta of every request (SendRequest) and,
+//     for a traced call, makes each request a client span whose trace context travels in
+//     params._meta over stdio (trace.go);
 //   - it answers the server's roots/list, sampling/createMessage and elicitation/create
 //     requests by the upstream's configuration (upstream.answer), passing anything else
 //     (ping) to mcp-go. Over streamable HTTP a request that arrives on a call's response
@@ -123,19 +125,25 @@ func (w *wire) SendNotification(ctx context.Context, n mcp.JSONRPCNotification) 
 
 // SendRequest implements transport.Interface. Every request leaves through here, so this
 // is where params._meta[MetaKeyAuthorization] is settled: a stdio upstream gets the hop
-// credential of the call whose context ctx is, and any other value is removed. (Over
-// HTTP the credential travels in the Authorization header: upstream.hopHeaders.)
+// credential of the call whose context ctx is, and any other value is removed; and where a
+// traced call's request becomes a client span, whose trace context a stdio upstream gets
+// in params._meta (traceparent, tracestate). (Over HTTP the credential and the trace
+// context travel in headers: upstream.hopHeaders.)
 func (w *wire) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	bearer := ""
+	ctx, span := w.startSpan(ctx, req)
+	var hop hopMeta
 	if w.s.up.cfg.Stdio != nil {
-		bearer = w.s.up.hopBearer(ctx)
+		hop.bearer = w.s.up.hopBearer(ctx)
+		hop.traceparent, hop.tracestate = traceContext(ctx)
 	}
-	params, err := withHopMeta(req.Params, bearer)
+	params, err := withHopMeta(req.Params, hop)
 	if err != nil {
+		endSpan(span, nil, err)
 		return nil, err
 	}
 	req.Params = params
 	resp, err := w.inner.SendRequest(ctx, req)
+	endSpan(span, resp, err)
 	if x := exchangeFrom(ctx); x != nil {
 		x.requests++
 		if err == nil && resp != nil {

@@ -98,7 +98,7 @@ func (rs *runSet) shut(cause error) {
 // capability may receive and cp the checkpoint of a resumed run (both may be nil).
 func (s *Service) start(parent context.Context, r *record, c capability.Capability, env *envelope, cp *Checkpoint) error {
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
-	ctx = withEnvelope(withCheckpoint(ctx, cp), env)
+	ctx = withTaskID(withEnvelope(withCheckpoint(ctx, cp), env), r.ID)
 	rn := &run{owner: r.Owner, id: r.ID, attempt: r.Attempt, cancel: cancel, done: make(chan struct{})}
 	key := taskKey(r.Owner, r.ID)
 	if !s.runs.add(key, rn) {

@@ -46,6 +46,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// OnTaskStatus, when set, is told of every task status change this process writes:
+	// from "" when a task is created, to "" when a task refused before it started is
+	// discarded. Changes other replicas write are theirs to tell. It must not block.
+	OnTaskStatus func(from, to string)
 }
 
 // stateValueLimit is the value limit Config.Validate assumes; New checks the store's own.
@@ -104,9 +108,11 @@ func New(cfg Config, opts Options) (*Service, error) {
 		opts.Now = time.Now
 	}
 	local := state.NewEmbedded(state.EmbeddedOptions{MaxEntries: cfg.Contexts.MaxLocal, Now: opts.Now})
+	tasks := newTaskStore(opts.KV, cfg.Tasks)
+	tasks.onStatus = opts.OnTaskStatus
 	s := &Service{
 		cfg:      cfg,
-		tasks:    newTaskStore(opts.KV, cfg.Tasks),
+		tasks:    tasks,
 		contexts: &contextStore{durable: opts.KV, local: local, cfg: cfg.Contexts, now: opts.Now},
 		local:    local,
 		signer:   sig,

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	nk "github.com/gatehouse-dev/gatehouse/codecs/nekte"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/gateway/state"
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -44,6 +45,16 @@ type taskStore struct {
 	kv  state.KV
 	cfg TasksConfig
 	lim logLimits
+	// onStatus is told of each status change this store writes (Options.OnTaskStatus);
+	// nil: no one is.
+	onStatus func(from, to string)
+}
+
+// moved tells onStatus of a status change, when it changed.
+func (s *taskStore) moved(from, to string) {
+	if s.onStatus != nil && from != to {
+		s.onStatus(from, to)
+	}
 }
 
 func newTaskStore(kv state.KV, cfg TasksConfig) *taskStore {
@@ -94,14 +105,22 @@ func (s *taskStore) create(ctx context.Context, r *record) error {
 	case !ok:
 		return errDuplicateTask(r.ID)
 	default:
+		s.moved("", string(r.Status))
 		return nil
 	}
 }
 
-// discard deletes a task record that was created but refused before anyone could see it.
+// discard deletes a task record that was created but refused before anyone could see it
+// (so before its status moved from pending).
 func (s *taskStore) discard(ctx context.Context, owner, id string) error {
-	_, err := s.kv.Delete(ctx, taskKey(owner, id))
-	return gateway.AsError(err)
+	deleted, err := s.kv.Delete(ctx, taskKey(owner, id))
+	if err != nil {
+		return gateway.AsError(err)
+	}
+	if deleted {
+		s.moved(string(nk.TaskPending), "")
+	}
+	return nil
 }
 
 // apply changes the owner's task id with change and stores the result with one
@@ -115,6 +134,7 @@ func (s *taskStore) apply(ctx context.Context, owner, id string, change func(r *
 		if err != nil {
 			return nil, err
 		}
+		from := r.Status
 		if err := change(r); err != nil {
 			return nil, err
 		}
@@ -127,6 +147,7 @@ func (s *taskStore) apply(ctx context.Context, owner, id string, change func(r *
 			return nil, gateway.AsError(err)
 		}
 		if ok {
+			s.moved(string(from), string(r.Status))
 			return r, nil
 		}
 	}

@@ -10,6 +10,20 @@ type envelopeKey struct{}
 
 type checkpointKey struct{}
 
+type taskIDKey struct{}
+
+// withTaskID returns ctx carrying the id of the task whose capability runs with it.
+func withTaskID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, taskIDKey{}, id)
+}
+
+// TaskIDFrom returns the id of the task whose capability is being invoked with ctx; "" when
+// ctx belongs to no task. The server puts it in the logs of everything the task runs.
+func TaskIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(taskIDKey{}).(string)
+	return id
+}
+
 // withEnvelope returns ctx carrying the context envelope a task's capability may receive.
 func withEnvelope(ctx context.Context, e *envelope) context.Context {
 	if e == nil {

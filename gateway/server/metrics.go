@@ -1,0 +1,154 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/observability"
+	"github.com/gatehouse-dev/gatehouse/resilience"
+	"github.com/gatehouse-dev/gatehouse/routing"
+	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
+)
+
+// jsonrpcVersion is the version label of the JSON-RPC faces.
+const jsonrpcVersion = "2.0"
+
+// metricsStage returns the metrics stage: it puts m in the call's context as the targets'
+// gateway.Observer and records each call's outcome and duration
+// (protocol_requests_total, protocol_errors_total, protocol_request_duration_seconds). The
+// method label is the method when table routes it by name or it names a tool of the MCP
+// catalog, "other" otherwise, so a caller cannot grow the label set. Nil, out of the chain,
+// when metrics are off.
+func metricsStage(m *observability.Metrics, table *routing.Table) gateway.Middleware {
+	if m == nil {
+		return nil
+	}
+	return func(next gateway.Handler) gateway.Handler {
+		return func(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
+			start := time.Now()
+			res, err := next(gateway.WithObserver(ctx, m), call)
+			m.ObserveRequest(observability.Request{
+				Protocol: call.Protocol.String(),
+				Method:   call.Method,
+				Routed:   table.Names(call.Method) || catalogTool(call),
+				Version:  protocolVersion(ctx, call.Protocol),
+				Err:      gateway.AsError(err),
+				Duration: time.Since(start),
+			})
+			return res, err
+		}
+	}
+}
+
+// catalogTool reports whether call reached an MCP tool the bridge's catalog lists (by its
+// namespaced method or tools/call): the catalog bounds those names.
+func catalogTool(call *gateway.Call) bool {
+	t, ok := call.Target.(*mcpbackend.Target)
+	if !ok {
+		return false
+	}
+	upstream, _ := mcpTool(t, call)
+	return upstream != ""
+}
+
+// protocolVersion is the version label of a call: "2.0" on the JSON-RPC faces, the MCP
+// session's negotiated version (one mcp-go knows, else "other") on the MCP face, "" for
+// gRPC.
+func protocolVersion(ctx context.Context, p gateway.Protocol) string {
+	switch p {
+	case gateway.ProtocolGRPC:
+		return ""
+	case gateway.ProtocolMCP:
+		v := ""
+		if sess, ok := mcpserver.ClientSessionFromContext(ctx).(versionedSession); ok {
+			v = sess.ProtocolVersion()
+		}
+		if slices.Contains(mcp.ValidProtocolVersions, v) {
+			return v
+		}
+		return observability.OtherLabel
+	default:
+		return jsonrpcVersion
+	}
+}
+
+// handleMetrics serves /metrics from the process's registry (404 when metrics are off).
+func (s *Server) handleMetrics() http.Handler {
+	if s.metrics == nil {
+		return http.NotFoundHandler()
+	}
+	return s.metrics.Handler()
+}
+
+// gauges reads, at scrape time, the gauges whose state lives in the current runtime.
+func (s *Server) gauges() observability.Gauges {
+	rt := s.acquire()
+	defer rt.release()
+	g := observability.Gauges{AdmissionLimit: -1, ApprovalsPending: -1}
+	if b := rt.cfg.breakers; b != nil {
+		g.Breakers = make(map[string]int)
+		for _, st := range b.States() {
+			g.Breakers[st.Backend] = breakerValue(st.State)
+		}
+	}
+	if a := rt.cfg.admission; a != nil {
+		g.QueueDepth = a.QueueDepths()
+		if limit, ok := a.Limit(); ok {
+			g.AdmissionLimit = float64(limit)
+		}
+	}
+	if rt.cfg.Policy != nil {
+		g.ApprovalsPending = s.approvalsPending(rt)
+	}
+	for _, t := range rt.table.Targets() {
+		if mt, ok := t.(*mcpbackend.Target); ok {
+			g.MCPServers = mt.Connected()
+		}
+	}
+	return g
+}
+
+// breakerValue is a breaker state as circuit_breaker_state's value.
+func breakerValue(state string) int {
+	switch state {
+	case resilience.BreakerOpen:
+		return observability.BreakerOpen
+	case resilience.BreakerHalfOpen:
+		return observability.BreakerHalfOpen
+	default:
+		return observability.BreakerClosed
+	}
+}
+
+// startMetrics makes the process's metrics when cfg leaves them on, with the gauges read
+// at scrape time from the runtime serving then.
+func (s *Server) startMetrics(cfg *Config) {
+	if !cfg.Metrics.On() {
+		return
+	}
+	s.metrics = observability.NewMetrics()
+	s.metrics.SetGauges(s.gauges)
+}
+
+// scrapeStoreTimeout bounds the state-store reads of one scrape.
+const scrapeStoreTimeout = 2 * time.Second
+
+// approvalsPending counts the calls waiting for an operator's approval in the state store
+// (every replica's, when replicas share it); -1, leaving the gauge out, when the store
+// cannot be read.
+func (s *Server) approvalsPending(rt *runtime) int {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeStoreTimeout)
+	defer cancel()
+	recs, err := newApprovalStore(s.kv, rt.cfg.Approvals, rt.now, rt.log).pending(ctx)
+	if err != nil {
+		s.log.Warn("metrics: reading pending approvals", "err", err)
+		return -1
+	}
+	return len(recs)
+}

@@ -1,0 +1,85 @@
+package observability
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Breaker states as the values of circuit_breaker_state.
+const (
+	BreakerClosed   = 0
+	BreakerHalfOpen = 1
+	BreakerOpen     = 2
+)
+
+// Gauges are the values of the gauges whose state lives elsewhere — in the breakers, the
+// MCP bridge, the admission controller, the approval store — read once per scrape, so
+// nothing on the hot path keeps them up to date. A nil map (or a negative number) leaves
+// its metric out of the scrape.
+type Gauges struct {
+	// Breakers is each breaker's state by backend: BreakerClosed, BreakerHalfOpen or
+	// BreakerOpen (circuit_breaker_state{service}).
+	Breakers map[string]int
+	// MCPServers is the live MCP upstream sessions by transport (mcp_connected_servers).
+	MCPServers map[string]int
+	// QueueDepth is the calls waiting in each backend's queue (gatehouse_queue_depth).
+	QueueDepth map[string]int
+	// AdmissionLimit is the global adaptive concurrency limit (gatehouse_admission_limit);
+	// negative without one.
+	AdmissionLimit float64
+	// ApprovalsPending is the calls waiting for an operator's approval
+	// (gatehouse_approvals_pending); negative without an approval stage.
+	ApprovalsPending int
+}
+
+// SetGauges sets the function read at every scrape for the values of Gauges; it must be
+// safe for concurrent use and quick (it runs on the scrape's goroutine).
+func (m *Metrics) SetGauges(fn func() Gauges) {
+	if m == nil {
+		return
+	}
+	m.gauges.Store(&fn)
+}
+
+var (
+	descBreaker = prometheus.NewDesc("circuit_breaker_state",
+		"Circuit breaker state by backend: 0 closed, 1 half-open, 2 open.", []string{"service"}, nil)
+	descMCPServers = prometheus.NewDesc("mcp_connected_servers",
+		"Live sessions with MCP servers, by transport.", []string{"transport"}, nil)
+	descQueueDepth = prometheus.NewDesc("gatehouse_queue_depth",
+		"Calls waiting in a backend's admission queue.", []string{"backend"}, nil)
+	descAdmissionLimit = prometheus.NewDesc("gatehouse_admission_limit",
+		"The global adaptive concurrency limit.", nil, nil)
+	descApprovals = prometheus.NewDesc("gatehouse_approvals_pending",
+		"Calls waiting for an operator's approval.", nil, nil)
+)
+
+// gaugeCollector exports Gauges at scrape time.
+type gaugeCollector struct{ m *Metrics }
+
+// Describe implements prometheus.Collector.
+func (gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descBreaker, descMCPServers, descQueueDepth, descAdmissionLimit, descApprovals} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c gaugeCollector) Collect(ch chan<- prometheus.Metric) {
+	fn := c.m.gauges.Load()
+	if fn == nil {
+		return
+	}
+	g := (*fn)()
+	labelled := func(d *prometheus.Desc, values map[string]int) {
+		for label, v := range values {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), label)
+		}
+	}
+	labelled(descBreaker, g.Breakers)
+	labelled(descMCPServers, g.MCPServers)
+	labelled(descQueueDepth, g.QueueDepth)
+	if g.AdmissionLimit >= 0 {
+		ch <- prometheus.MustNewConstMetric(descAdmissionLimit, prometheus.GaugeValue, g.AdmissionLimit)
+	}
+	if g.ApprovalsPending >= 0 {
+		ch <- prometheus.MustNewConstMetric(descApprovals, prometheus.GaugeValue, float64(g.ApprovalsPending))
+	}
+}
