@@ -88,7 +88,14 @@ log: {level: error}
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler)})
+	return benchServe(b, cfg, Options{Logger: slog.New(slog.DiscardHandler)})
+}
+
+// benchServe runs a gateway of cfg with opts until the benchmark ends and returns its
+// JSON-RPC URL.
+func benchServe(b *testing.B, cfg *Config, opts Options) string {
+	b.Helper()
+	srv, err := New(cfg, opts)
 	if err != nil {
 		b.Fatal(err)
 	}

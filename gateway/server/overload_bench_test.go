@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"testing"
@@ -83,19 +82,6 @@ admission:
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler),
+	return benchServe(b, cfg, Options{Logger: slog.New(slog.DiscardHandler),
 		Targets: map[string]gateway.Target{"work": newFixedService(overloadWorkers, overloadService)}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	b.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			b.Error(err)
-		}
-	})
-	return "http://" + srv.BoundaryAddr().String() + "/rpc"
 }

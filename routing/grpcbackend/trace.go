@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"strings"
-	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/routing/hoptrace"
 )
 
 // A call the gateway traces carries its span in its context (the gateway's tracing is
@@ -23,42 +23,18 @@ import (
 // its metadata, so the backend's server span is its child. The span is made with the
 // provider of the call's span: this package never installs or reads a global one.
 
-// tracerName is the instrumentation scope of the client spans.
-const tracerName = "github.com/gatehouse-dev/gatehouse/routing/grpcbackend"
-
-// lastTracer caches the tracer of the provider last seen.
-var lastTracer atomic.Pointer[providerTracer]
-
-type providerTracer struct {
-	tp trace.TracerProvider
-	t  trace.Tracer
-}
-
-func tracerFor(tp trace.TracerProvider) trace.Tracer {
-	if p := lastTracer.Load(); p != nil && p.tp == tp {
-		return p.t
-	}
-	t := tp.Tracer(tracerName)
-	lastTracer.Store(&providerTracer{tp: tp, t: t})
-	return t
-}
+// tracer starts the client spans of RPCs.
+var tracer = hoptrace.New("github.com/gatehouse-dev/gatehouse/routing/grpcbackend")
 
 // startSpan starts the client span of an RPC of m when ctx carries a traced call's span;
 // otherwise it returns ctx and nil.
 func (b *Backend) startSpan(ctx context.Context, m *method) (context.Context, trace.Span) {
-	parent := trace.SpanFromContext(ctx)
-	if !parent.SpanContext().IsValid() {
-		return ctx, nil
-	}
-	name := strings.TrimPrefix(m.path, "/")
-	return tracerFor(parent.TracerProvider()).Start(ctx, "grpc "+name, trace.WithSpanKind(trace.SpanKindClient), //nolint:spancheck // endSpan ends it
-		trace.WithAttributes(
-			attribute.String("rpc.system", "grpc"),
-			attribute.String("rpc.service", string(m.desc.Parent().FullName())),
-			attribute.String("rpc.method", string(m.desc.Name())),
-			attribute.String("server.address", b.cfg.Address),
-			attribute.String("gatehouse.backend", b.cfg.Name),
-		))
+	return tracer.Start(ctx, "grpc "+strings.TrimPrefix(m.path, "/"),
+		attribute.String("rpc.system", "grpc"),
+		attribute.String("rpc.service", string(m.desc.Parent().FullName())),
+		attribute.String("rpc.method", string(m.desc.Name())),
+		attribute.String("server.address", b.cfg.Address),
+		attribute.String("gatehouse.backend", b.cfg.Name))
 }
 
 // endSpan records how the RPC ended on its span (*err: nil for OK) and ends it; nil-safe.

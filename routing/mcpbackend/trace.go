@@ -3,8 +3,8 @@ package mcpbackend
 import (
 	"context"
 	"encoding/json"
-	"sync/atomic"
 
+	"github.com/gatehouse-dev/gatehouse/routing/hoptrace"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.opentelemetry.io/otel/attribute"
@@ -22,32 +22,14 @@ import (
 // contexts of their own and are not traced. The span is made with the provider of the
 // call's span: this package never installs or reads a global one.
 
-// tracerName is the instrumentation scope of the client spans.
-const tracerName = "github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
-
-// lastTracer caches the tracer of the provider last seen.
-var lastTracer atomic.Pointer[providerTracer]
-
-type providerTracer struct {
-	tp trace.TracerProvider
-	t  trace.Tracer
-}
-
-func tracerFor(tp trace.TracerProvider) trace.Tracer {
-	if p := lastTracer.Load(); p != nil && p.tp == tp {
-		return p.t
-	}
-	t := tp.Tracer(tracerName)
-	lastTracer.Store(&providerTracer{tp: tp, t: t})
-	return t
-}
+// tracer starts the client spans of requests.
+var tracer = hoptrace.New("github.com/gatehouse-dev/gatehouse/routing/mcpbackend")
 
 // startSpan starts the client span of req when ctx carries a traced call's span;
 // otherwise it returns ctx and nil.
 func (w *wire) startSpan(ctx context.Context, req transport.JSONRPCRequest) (context.Context, trace.Span) {
-	parent := trace.SpanFromContext(ctx)
-	if !parent.SpanContext().IsValid() {
-		return ctx, nil
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ctx, nil // no attributes to build
 	}
 	name := "mcp " + req.Method
 	attrs := []attribute.KeyValue{
@@ -64,7 +46,7 @@ func (w *wire) startSpan(ctx context.Context, req transport.JSONRPCRequest) (con
 			attrs = append(attrs, attribute.String("gen_ai.tool.name", tool))
 		}
 	}
-	return tracerFor(parent.TracerProvider()).Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...)) //nolint:spancheck // endSpan ends it
+	return tracer.Start(ctx, name, attrs...)
 }
 
 // endSpan records how a request ended on its span — a transport failure, an error

@@ -73,5 +73,9 @@ func (h *HTTPHandler) Shutdown(ctx context.Context) error {
 	if err := h.srv.Shutdown(ctx); err != nil {
 		return fmt.Errorf("shutting down the mcp http handler: %w", err)
 	}
+	// mcp-go ends sessions on a 5 ms tick until the http.Server has shut down; a GET stream
+	// registered after the last tick keeps its session's pump goroutine running for good.
+	// No handler runs any more, so one more pass ends every session that is left.
+	h.srv.CloseSessions(ctx)
 	return nil
 }
