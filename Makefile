@@ -19,6 +19,8 @@ include make/proto.mk
 include make/mcp.mk
 include make/conformance.mk
 include make/observability.mk
+include make/redis.mk
+include make/helm.mk
 
 .DEFAULT_GOAL := help
 
@@ -35,12 +37,13 @@ run: build ## build and serve configs/gatehouse.yaml (boundary 127.0.0.1:8080, a
 	./$(BIN) serve --config configs/gatehouse.yaml
 
 .PHONY: test
-test: ## install test peers, vet, lint, the whole suite with -race, and a bounded fuzz pass (FUZZTIME per target)
-	$(MAKE) --no-print-directory mcp-servers conformance-tools observability-tools
+test: ## install test peers, vet, lint, check the Helm chart, the whole suite with -race, and a bounded fuzz pass (FUZZTIME per target)
+	$(MAKE) --no-print-directory mcp-servers conformance-tools observability-tools redis-tools helm
 	$(GO) mod verify
 	$(GO) vet ./...
 	$(MAKE) --no-print-directory proto-check
 	$(MAKE) --no-print-directory lint
+	$(MAKE) --no-print-directory helm-check
 	CONFORMANCE_REQUIRED=1 $(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory fuzz
 

@@ -160,6 +160,7 @@ type RevocationOptions struct {
 type Revocations struct {
 	kv                          state.KV
 	indexKey, versionKey, recPx string
+	channel                     string // the bus channel changes are announced on
 	log                         *slog.Logger
 	now                         func() time.Time
 
@@ -197,7 +198,8 @@ func OpenRevocations(ctx context.Context, kv state.KV, cfg *RevocationConfig, op
 	}
 	r := &Revocations{
 		kv: kv, indexKey: opts.KeyPrefix + "index", versionKey: opts.KeyPrefix + "version", recPx: opts.KeyPrefix + "r/",
-		log: opts.Logger, now: opts.Now, done: make(chan struct{}),
+		channel: opts.KeyPrefix + "changed",
+		log:     opts.Logger, now: opts.Now, done: make(chan struct{}),
 	}
 	settings := cfg.settings()
 	r.cfg.Store(&settings)
@@ -250,16 +252,27 @@ func (r *Revocations) Revoked(p gateway.Principal) bool {
 	return p.Subject != "" && s.live(keyOf(revKindSub, p.Subject), now)
 }
 
-// follow syncs every refresh until Close.
+// follow syncs every refresh until Close, and at once when another replica announces a
+// change on the store's bus (revoke_bus.go).
 func (r *Revocations) follow() {
 	defer close(r.done)
 	t := time.NewTimer(r.cfg.Load().Refresh)
 	defer t.Stop()
+	var notes changeNotes
+	defer notes.close()
+	notes.open(r)
 	for {
 		select {
 		case <-r.ctx.Done():
 			return
 		case <-t.C:
+			notes.open(r) // again, if the bus could not be subscribed to or its subscription ended
+		case _, ok := <-notes.c():
+			if !ok {
+				notes.close()
+				continue
+			}
+			t.Stop() // Reset below; since Go 1.23 a stopped timer delivers nothing stale
 		}
 		refresh := r.cfg.Load().Refresh
 		ctx, cancel := context.WithTimeout(r.ctx, refresh)
@@ -469,6 +482,7 @@ func (r *Revocations) update(ctx context.Context, edit func(idx *storedIndex, no
 			return fmt.Errorf("writing the revocation list: %w", err)
 		case swapped:
 			r.snap.Store(newSnapshot(idx, now))
+			r.announce(ctx, idx.Stamp)
 			return nil
 		}
 	}

@@ -253,11 +253,16 @@ func TestRevocationLifecycle(t *testing.T) {
 	}
 }
 
-// TestRevocationsAcrossReplicas: two lists over one store, as two replicas sharing it. The
-// replica that revokes honours it at once, the other within refresh; so with removals.
+// kvOnly hides every method of a store but state.KV's: its bus, so replicas follow by
+// refresh only.
+type kvOnly struct{ state.KV }
+
+// TestRevocationsAcrossReplicas: two lists over one store without a bus, as two replicas
+// sharing it. The replica that revokes honours it at once, the other within refresh; so
+// with removals.
 func TestRevocationsAcrossReplicas(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		kv := state.NewEmbedded(state.EmbeddedOptions{})
+		kv := kvOnly{state.NewEmbedded(state.EmbeddedOptions{})}
 		defer func() { _ = kv.Close() }()
 		cfg := &auth.RevocationConfig{Refresh: 10 * time.Second}
 		a := openRevocations(t, kv, cfg, nil, nil)
@@ -322,6 +327,37 @@ func TestRevocationsAcrossReplicas(t *testing.T) {
 		}
 		if n := strings.Count(logs.String(), "reading the revocation list failed"); n != 1 {
 			t.Fatalf("%d failure lines, want 1:\n%s", n, logs.String())
+		}
+	})
+}
+
+// TestRevocationsAcrossReplicasBus: over a store with a bus, a change on one replica is
+// honoured by the other at once, not at its next refresh, both ways.
+func TestRevocationsAcrossReplicasBus(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		kv := state.NewEmbedded(state.EmbeddedOptions{})
+		defer func() { _ = kv.Close() }()
+		if _, ok := state.KV(kv).(state.Bus); !ok {
+			t.Fatal("the embedded store is not a state.Bus")
+		}
+		cfg := &auth.RevocationConfig{Refresh: 30 * time.Second}
+		a := openRevocations(t, kv, cfg, nil, nil)
+		b := openRevocations(t, kv, cfg, nil, nil)
+		defer func() { _ = a.Close(); _ = b.Close() }()
+		ctx := context.Background()
+		p := holder("alice", "t-1")
+
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		must(a.Revoke(ctx, auth.RevokeRequest{JTI: "t-1", TTL: time.Hour}))
+		synctest.Wait() // the announcement is delivered and b's sync runs, in no time
+		if !b.Revoked(p) {
+			t.Fatal("b does not honour a's revocation at once")
+		}
+		must(b.Remove(ctx, "t-1", "", "ops"))
+		synctest.Wait()
+		if a.Revoked(p) {
+			t.Fatal("a does not honour b's removal at once")
 		}
 	})
 }

@@ -12,9 +12,13 @@
 # there with its own go.mod, never ours. The binary is cached as $TOOLS/jaeger-$JAEGER_VERSION and
 # $TOOLS/jaeger points at it; a build with cold Go caches takes 8 to 15 minutes on 2 cores.
 #
-# Prometheus: Debian's package, installed with apt-get when no working `prometheus` is on PATH. A
-# service the package starts is stopped and disabled: the tests run their own instances.
+# Prometheus: Debian's package, installed with apt-get when no working `prometheus` is on PATH
+# (make/apt-install.sh). A service the package starts is stopped and disabled: the tests run their
+# own instances.
 set -euo pipefail
+
+# shellcheck source=make/apt-install.sh
+. "$(dirname "$0")/apt-install.sh"
 
 : "${GO:=go}" "${TOOLS:?}" "${JAEGER_MODULE_VERSION:?}" "${JAEGER_VERSION:?}"
 JAEGER_MODULE=github.com/jaegertracing/jaeger
@@ -55,28 +59,9 @@ install_jaeger() {
 }
 
 install_prometheus() {
-	if command -v prometheus >/dev/null && prometheus --version >/dev/null 2>&1; then
-		echo "observability-tools: using $(command -v prometheus) ($(prometheus --version 2>&1 | head -n1))"
-		return
-	fi
-	local sudo=()
-	if [ "$(id -u)" -ne 0 ]; then
-		sudo=(sudo -n)
-	fi
-	command -v apt-get >/dev/null || {
-		echo "observability-tools: prometheus is missing and apt-get is not available: install Prometheus and put it on PATH" >&2
-		exit 1
-	}
-	echo "observability-tools: installing Debian's prometheus package with apt-get"
-	"${sudo[@]}" apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends prometheus
-	# The tests start their own instances on loopback; the packaged service listens on every interface.
-	if [ -d /run/systemd/system ]; then
-		"${sudo[@]}" systemctl disable --now prometheus || true
-	elif [ -x /etc/init.d/prometheus ]; then
-		"${sudo[@]}" /etc/init.d/prometheus stop || true
-	fi
-	echo "observability-tools: installed $(prometheus --version 2>&1 | head -n1)"
+	# The packaged service listens on every interface.
+	apt_install_if_missing observability-tools prometheus prometheus prometheus \
+		"install Prometheus and put it on PATH (or set PROMETHEUS_BIN)"
 }
 
 install_jaeger

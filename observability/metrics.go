@@ -67,6 +67,9 @@ type Metrics struct {
 	// series caches the children of one request's label values (seriesKey → *callSeries),
 	// so a call costs one map lookup instead of three label hashes.
 	series sync.Map
+	// transcodings caches the children of one transcoding's label values (transcodeKey →
+	// *transcodeSeries), for the same reason: every transcoded call reports two.
+	transcodings sync.Map
 	// gauges reads the gauges kept elsewhere, at scrape time; nil until SetGauges.
 	gauges atomic.Pointer[func() Gauges]
 }
@@ -183,14 +186,31 @@ func (m *Metrics) codeLabel(code schemas.Code) string {
 
 var _ gateway.Observer = (*Metrics)(nil)
 
+type transcodeKey struct{ source, target, method string }
+
+type transcodeSeries struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
+}
+
 // Transcoded implements gateway.Observer: gateway_transcoding_total and
-// gateway_transcoding_duration_seconds.
+// gateway_transcoding_duration_seconds. The method is a backend's method, bounded by the
+// backends' descriptors.
 func (m *Metrics) Transcoded(source, target, method string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.transcodes.WithLabelValues(source, target, method).Inc()
-	m.transcodeDur.WithLabelValues(source, target).Observe(d.Seconds())
+	key := transcodeKey{source: source, target: target, method: method}
+	s, ok := m.transcodings.Load(key)
+	if !ok {
+		s, _ = m.transcodings.LoadOrStore(key, &transcodeSeries{
+			count:    m.transcodes.WithLabelValues(source, target, method),
+			duration: m.transcodeDur.WithLabelValues(source, target),
+		})
+	}
+	ts := s.(*transcodeSeries)
+	ts.count.Inc()
+	ts.duration.Observe(d.Seconds())
 }
 
 // StreamOpened implements gateway.Observer: grpc_active_streams.

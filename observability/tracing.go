@@ -2,9 +2,11 @@ package observability
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -86,6 +88,7 @@ func OpenTracing(cfg TracingConfig, opts TracingOptions) (*Tracing, error) {
 		version = "dev"
 	}
 	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithIDGenerator(idGenerator{}),
 		sdktrace.WithSampler(newSampler(cfg)),
 		sdktrace.WithSpanProcessor(proc),
 		sdktrace.WithResource(resource.NewSchemaless(
@@ -100,7 +103,8 @@ func OpenTracing(cfg TracingConfig, opts TracingOptions) (*Tracing, error) {
 	}, nil
 }
 
-// newOTLPExporter returns the OTLP exporter of cfg, over gRPC or HTTP.
+// newOTLPExporter returns the OTLP exporter of cfg, over gRPC or HTTP: OpenTelemetry's
+// client of the protocol behind otlpExporter.
 func newOTLPExporter(cfg TracingConfig) (sdktrace.SpanExporter, error) {
 	isURL := strings.Contains(cfg.Endpoint, "://")
 	ctx := context.Background() // neither exporter dials in New
@@ -117,7 +121,7 @@ func newOTLPExporter(cfg TracingConfig) (sdktrace.SpanExporter, error) {
 		if len(cfg.Headers) > 0 {
 			o = append(o, otlptracehttp.WithHeaders(cfg.Headers))
 		}
-		return otlptracehttp.New(ctx, o...)
+		return newClientExporter(ctx, otlptracehttp.NewClient(o...))
 	}
 	o := []otlptracegrpc.Option{otlptracegrpc.WithTimeout(cfg.Timeout)}
 	if isURL {
@@ -131,7 +135,7 @@ func newOTLPExporter(cfg TracingConfig) (sdktrace.SpanExporter, error) {
 	if len(cfg.Headers) > 0 {
 		o = append(o, otlptracegrpc.WithHeaders(cfg.Headers))
 	}
-	return otlptracegrpc.New(ctx, o...)
+	return newClientExporter(ctx, otlptracegrpc.NewClient(o...))
 }
 
 // Tracer returns the gateway's tracer.
@@ -215,6 +219,32 @@ type sampledSpan struct{ sdktrace.ReadOnlySpan }
 func (s sampledSpan) SpanContext() trace.SpanContext {
 	sc := s.ReadOnlySpan.SpanContext()
 	return sc.WithTraceFlags(sc.TraceFlags().WithSampled(true))
+}
+
+// idGenerator makes trace and span ids with the runtime's generator (math/rand/v2), which
+// takes no lock: the SDK's default draws from one source under a mutex, which every span of
+// every call in parallel contends for. Ids must be unique, not secret (as NewTraceID's).
+type idGenerator struct{}
+
+// NewIDs implements sdktrace.IDGenerator.
+func (idGenerator) NewIDs(context.Context) (trace.TraceID, trace.SpanID) {
+	var tid trace.TraceID
+	for !tid.IsValid() {
+		binary.LittleEndian.PutUint64(tid[:8], rand.Uint64()) //nolint:gosec // uniqueness, not secrecy
+		binary.LittleEndian.PutUint64(tid[8:], rand.Uint64()) //nolint:gosec // uniqueness, not secrecy
+	}
+	return tid, newSpanID()
+}
+
+// NewSpanID implements sdktrace.IDGenerator.
+func (idGenerator) NewSpanID(context.Context, trace.TraceID) trace.SpanID { return newSpanID() }
+
+func newSpanID() trace.SpanID {
+	var sid trace.SpanID
+	for !sid.IsValid() {
+		binary.LittleEndian.PutUint64(sid[:], rand.Uint64()) //nolint:gosec // uniqueness, not secrecy
+	}
+	return sid
 }
 
 // unowned is an exporter the caller owns: shutting the provider down leaves it open.

@@ -123,7 +123,7 @@ func (e *failingExporter) Shutdown(context.Context) error { return nil }
 
 func TestTracingCountsFailedExports(t *testing.T) {
 	exp := &failingExporter{}
-	tr, err := observability.OpenTracing(observability.TracingConfig{ExportInterval: time.Millisecond}, observability.TracingOptions{Exporter: exp})
+	tr, err := observability.OpenTracing(observability.TracingConfig{MaxQueue: 8192, ExportInterval: time.Millisecond}, observability.TracingOptions{Exporter: exp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,6 +229,51 @@ func TestOpenTracingOTLP(t *testing.T) {
 		_ = tr.Shutdown()
 		if d := time.Since(start); d > 2*time.Second {
 			t.Fatalf("%s: shutdown took %s", c.Protocol, d)
+		}
+	}
+}
+
+// TestTracingIDs: the provider's trace and span ids are valid and distinct across spans
+// started in parallel, roots and children alike.
+func TestTracingIDs(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tr, err := observability.OpenTracing(observability.TracingConfig{MaxQueue: 8192, ExportInterval: time.Millisecond}, observability.TracingOptions{Exporter: exp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tr.Shutdown() }()
+	const workers, roots = 4, 500
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range roots {
+				ctx, root := tr.Tracer().Start(context.Background(), "root")
+				_, child := tr.Tracer().Start(ctx, "child")
+				child.End()
+				root.End()
+			}
+		})
+	}
+	wg.Wait()
+	if err := tr.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	spans := exp.GetSpans()
+	traces, ids := map[trace.TraceID]int{}, map[trace.SpanID]bool{}
+	for _, s := range spans {
+		sc := s.SpanContext
+		if !sc.TraceID().IsValid() || !sc.SpanID().IsValid() || ids[sc.SpanID()] {
+			t.Fatalf("span %s: trace %s span %s (valid, distinct?)", s.Name, sc.TraceID(), sc.SpanID())
+		}
+		ids[sc.SpanID()] = true
+		traces[sc.TraceID()]++
+	}
+	if len(spans) != 2*workers*roots || len(traces) != workers*roots {
+		t.Fatalf("%d spans in %d traces, want %d in %d", len(spans), len(traces), 2*workers*roots, workers*roots)
+	}
+	for id, n := range traces {
+		if n != 2 {
+			t.Fatalf("trace %s holds %d spans, want its root and child", id, n)
 		}
 	}
 }

@@ -32,8 +32,8 @@ type Draw struct {
 
 // Buckets holds the state of token buckets, one per key. It is the rate-limit stage's
 // per-kind state interface (DESIGN.md "State"): KVBuckets implements it over any state.KV,
-// so the embedded store and a shared Redis one both work; a Redis backend may replace it
-// with a one-round-trip script later, behind the same method.
+// so the embedded store and a shared Redis one both work, in one round trip when the KV is
+// a state.CellRater.
 type Buckets interface {
 	// Take draws one token at now from the bucket under key, of shape b. On return the
 	// Draw is meaningful iff err is nil. A bucket idle long enough to be full again holds
@@ -47,9 +47,13 @@ const bucketCASAttempts = 16
 
 // KVBuckets keeps token buckets in a state.KV with the generic cell rate algorithm (GCRA):
 // the whole state of a bucket is one instant, its theoretical arrival time (TAT) — when it
-// would be full again — stored as decimal Unix nanoseconds and updated by compare-and-swap,
-// so replicas sharing the store share the buckets. The entry's time to live is the time
-// until the bucket is full: an idle bucket costs no memory.
+// would be full again — stored as decimal Unix nanoseconds, so replicas sharing the store
+// share the buckets. The entry's time to live is the time until the bucket is full: an
+// idle bucket costs no memory.
+//
+// A KV that implements state.CellRater (both backends) makes each draw one atomic
+// operation (one Lua script on Redis); any other KV is updated by a read then a
+// compare-and-swap, retried under contention. Both give the same Draws.
 type KVBuckets struct {
 	kv state.KV
 }
@@ -62,6 +66,29 @@ func NewKVBuckets(kv state.KV) *KVBuckets { return &KVBuckets{kv: kv} }
 // Take implements Buckets. With T the interval and τ = T × Burst, a call at now is allowed
 // iff max(TAT, now) + T − now ≤ τ; it then stores TAT = max(TAT, now) + T.
 func (k *KVBuckets) Take(ctx context.Context, key string, b Bucket, now time.Time) (Draw, error) {
+	if cr, ok := k.kv.(state.CellRater); ok {
+		return takeCell(ctx, cr, key, b, now)
+	}
+	return k.takeCAS(ctx, key, b, now)
+}
+
+// takeCell draws in one call of cr.
+func takeCell(ctx context.Context, cr state.CellRater, key string, b Bucket, now time.Time) (Draw, error) {
+	ok, tat, err := cr.TakeCell(ctx, key, now, b.Interval, b.Burst)
+	if err != nil {
+		return Draw{}, err
+	}
+	n, t := now.UnixNano(), int64(b.Interval)
+	tau := t * b.Burst
+	if !ok {
+		return refused(tat, n, t, tau), nil
+	}
+	return allowed(tat-n, t, tau), nil
+}
+
+// takeCAS draws with Get then CompareAndSwap (SetNX for a new bucket), retried under
+// contention.
+func (k *KVBuckets) takeCAS(ctx context.Context, key string, b Bucket, now time.Time) (Draw, error) {
 	n, t := now.UnixNano(), int64(b.Interval)
 	tau := t * b.Burst
 	var buf [20]byte
@@ -75,8 +102,7 @@ func (k *KVBuckets) Take(ctx context.Context, key string, b Bucket, now time.Tim
 			tat = v
 		}
 		if tat+t-n > tau {
-			wait := time.Duration(tat + t - n - tau)
-			return Draw{Reset: wait, RetryAfter: wait}, nil
+			return refused(tat, n, t, tau), nil
 		}
 		next := tat + t
 		val := strconv.AppendInt(buf[:0], next, 10)
@@ -94,6 +120,12 @@ func (k *KVBuckets) Take(ctx context.Context, key string, b Bucket, now time.Tim
 		}
 	}
 	return Draw{Reset: b.Interval, RetryAfter: b.Interval}, nil
+}
+
+// refused is the Draw of a call refused at n by a bucket whose TAT is tat.
+func refused(tat, n, t, tau int64) Draw {
+	wait := time.Duration(tat + t - n - tau)
+	return Draw{Reset: wait, RetryAfter: wait}
 }
 
 // allowed is the Draw of an allowed call that left the bucket owing debt (TAT − now).

@@ -26,6 +26,7 @@ var generatedFiles = map[string]protoreflect.FileDescriptor{
 	"calculator/v1/calculator.proto": calculatorv1.File_calculator_v1_calculator_proto,
 	"common/v1/common.proto":         commonv1.File_common_v1_common_proto,
 	"gatehouse/v1/gateway.proto":     gatehousev1.File_gatehouse_v1_gateway_proto,
+	"gatehouse/v1/peer.proto":        gatehousev1.File_gatehouse_v1_peer_proto,
 	"memory/v1/memory.proto":         memoryv1.File_memory_v1_memory_proto,
 	"nekte/v1/nekte.proto":           nektev1.File_nekte_v1_nekte_proto,
 	"retrieval/v1/retrieval.proto":   retrievalv1.File_retrieval_v1_retrieval_proto,

@@ -32,6 +32,8 @@ var Environment = []struct {
 	{"call.target", cel.StringType, "the target kind: builtin, grpc, mcp, nekte"},
 	{"call.mcp_tool", cel.StringType, "\"<server>/<tool>\" for an MCP tool, else \"\""},
 	{"call.grpc_method", cel.StringType, "\"<pkg.Service>/<Method>\" for a gRPC method, else \"\""},
+	{"call.mcp_resource", cel.StringType, "\"<server>/<uri>\" for an MCP resource (read or completed), else \"\""},
+	{"call.mcp_prompt", cel.StringType, "\"<server>/<prompt>\" for an MCP prompt (got or completed), else \"\""},
 	{varParams, cel.MapType(cel.StringType, cel.DynType), "the call's params, decoded strictly (DecodeParams)"},
 }
 

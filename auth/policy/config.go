@@ -36,7 +36,8 @@ type Rule struct {
 	Match Match `yaml:"match" json:"match"`
 	// Scopes are required, all of them.
 	Scopes []string `yaml:"scopes" json:"scopes,omitempty"`
-	// Mutation classifies what the call does (default NON_IDEMPOTENT_WRITE).
+	// Mutation classifies what the call does (default NON_IDEMPOTENT_WRITE; READ_ONLY for
+	// mcp_resource and mcp_prompt rules).
 	Mutation Mutation `yaml:"mutation" json:"mutation,omitempty"`
 	// When is a CEL condition that must hold for the call to be allowed; empty: none.
 	When string `yaml:"when" json:"when,omitempty"`
@@ -58,6 +59,12 @@ type Match struct {
 	// GRPCMethod matches the full gRPC method "<pkg.Service>/<Method>" (a leading "/" is
 	// ignored).
 	GRPCMethod string `yaml:"grpc_method" json:"grpc_method,omitempty"`
+	// MCPResource matches "<upstream server>/<resource URI>" of an MCP resources/read (and
+	// "<server>/<URI template>" of a completion/complete for a resource template).
+	MCPResource string `yaml:"mcp_resource" json:"mcp_resource,omitempty"`
+	// MCPPrompt matches "<upstream server>/<prompt name on that server>" of an MCP
+	// prompts/get, and of a completion/complete for that prompt's arguments.
+	MCPPrompt string `yaml:"mcp_prompt" json:"mcp_prompt,omitempty"`
 }
 
 // ZoneConfig is one entry of policy.zones.
@@ -86,7 +93,7 @@ type Kind string
 const (
 	KindBuiltin Kind = "builtin" // methods the gateway serves itself (demo, rpc.*, extras)
 	KindGRPC    Kind = "grpc"    // a gRPC backend
-	KindMCP     Kind = "mcp"     // an MCP tool called directly as a method
+	KindMCP     Kind = "mcp"     // an MCP tool called directly as a method, or a bridged resource or prompt
 	KindNekte   Kind = "nekte"   // the NEKTE service: discovery, capabilities, tasks
 )
 
@@ -176,10 +183,16 @@ func (c *Config) Validate() error {
 func (r *Rule) problems() []string {
 	var out []string
 	if _, _, ok := r.Match.only(); !ok {
-		out = append(out, "match must set exactly one of method, capability, mcp_tool, grpc_method")
+		out = append(out, "match must set exactly one of method, capability, mcp_tool, grpc_method, mcp_resource, mcp_prompt")
 	}
-	if r.Match.MCPTool != "" && !strings.Contains(r.Match.MCPTool, "/") {
-		out = append(out, fmt.Sprintf("match.mcp_tool %q is not <server>/<tool>", r.Match.MCPTool))
+	for _, f := range []struct{ name, pattern, shape string }{
+		{"mcp_tool", r.Match.MCPTool, "<server>/<tool>"},
+		{"mcp_resource", r.Match.MCPResource, "<server>/<uri>"},
+		{"mcp_prompt", r.Match.MCPPrompt, "<server>/<prompt>"},
+	} {
+		if f.pattern != "" && !strings.Contains(f.pattern, "/") {
+			out = append(out, fmt.Sprintf("match.%s %q is not %s", f.name, f.pattern, f.shape))
+		}
 	}
 	if r.Mutation != "" && !slices.Contains(mutations, r.Mutation) {
 		out = append(out, fmt.Sprintf("mutation %q is not a mutation class (%s)", r.Mutation, mutationList()))
@@ -203,6 +216,8 @@ const (
 	byCapability matchKind = "capability"
 	byMCPTool    matchKind = "mcp_tool"
 	byGRPCMethod matchKind = "grpc_method"
+	byResource   matchKind = "mcp_resource"
+	byPrompt     matchKind = "mcp_prompt"
 )
 
 // only returns the one field set, with its pattern; ok is false unless exactly one is.
@@ -211,7 +226,8 @@ func (m Match) only() (kind matchKind, pattern string, ok bool) {
 	for _, f := range []struct {
 		k matchKind
 		p string
-	}{{byMethod, m.Method}, {byCapability, m.Capability}, {byMCPTool, m.MCPTool}, {byGRPCMethod, m.GRPCMethod}} {
+	}{{byMethod, m.Method}, {byCapability, m.Capability}, {byMCPTool, m.MCPTool}, {byGRPCMethod, m.GRPCMethod},
+		{byResource, m.MCPResource}, {byPrompt, m.MCPPrompt}} {
 		if f.p != "" {
 			kind, pattern = f.k, f.p
 			n++

@@ -31,6 +31,9 @@ func (e *Engine) Decide(in Input) Decision {
 			return Decision{Denial: DeniedNoRule, Mutation: NonIdempotentWrite, Reason: "no rule matches and policy.default is deny"}
 		}
 		r = &e.implicit
+		if in.Subject.reads() {
+			r = &e.implicitRead
+		}
 	}
 	d := Decision{Rule: r.id, Mutation: r.mutation, NeedsApproval: r.needsApproval, Scopes: r.scopes}
 	if missing := missingScopes(r.scopes, in.Principal.Scopes); len(missing) > 0 {
@@ -107,7 +110,8 @@ func (e *Engine) reaches(zone gateway.TrustZone, proto gateway.Protocol, s Subje
 // match returns the rule for s, nil when none matches. The order, most specific first:
 //
 //  1. an exact pattern (no wildcard) beats every glob; among exact matches of different
-//     identities, mcp_tool and grpc_method beat capability, which beats method;
+//     identities, mcp_tool, grpc_method, mcp_resource and mcp_prompt beat capability,
+//     which beats method;
 //  2. among globs, the one with more literal (non-wildcard) characters wins; then the
 //     identity order of 1; then the rule written first.
 func (e *Engine) match(s Subject) *rule {
@@ -146,7 +150,7 @@ func moreSpecific(a, b *rule) bool {
 
 func rank(k matchKind) int {
 	switch k {
-	case byMCPTool, byGRPCMethod:
+	case byMCPTool, byGRPCMethod, byResource, byPrompt:
 		return 3
 	case byCapability:
 		return 2
@@ -163,7 +167,7 @@ type identity struct {
 
 // identities returns the names s is known by; unknown ones are left out.
 func identities(s Subject) []identity {
-	out := make([]identity, 0, 4)
+	out := make([]identity, 0, 3)
 	out = append(out, identity{byMethod, s.Method})
 	if s.Capability != "" {
 		out = append(out, identity{byCapability, s.Capability})
@@ -173,6 +177,12 @@ func identities(s Subject) []identity {
 	}
 	if s.GRPCMethod != "" {
 		out = append(out, identity{byGRPCMethod, strings.TrimPrefix(s.GRPCMethod, "/")})
+	}
+	if r := s.mcpResource(); r != "" {
+		out = append(out, identity{byResource, r})
+	}
+	if p := s.mcpPrompt(); p != "" {
+		out = append(out, identity{byPrompt, p})
 	}
 	return out
 }
@@ -215,6 +225,8 @@ func variables(in Input, c *condition) (map[string]any, error) {
 		"call.target":         string(in.Subject.Kind),
 		"call.mcp_tool":       in.Subject.mcpTool(),
 		"call.grpc_method":    strings.TrimPrefix(in.Subject.GRPCMethod, "/"),
+		"call.mcp_resource":   in.Subject.mcpResource(),
+		"call.mcp_prompt":     in.Subject.mcpPrompt(),
 		varClaims:             map[string]any{},
 		varParams:             map[string]any{},
 	}

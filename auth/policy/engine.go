@@ -25,14 +25,30 @@ type Subject struct {
 	// GRPCMethod is the full gRPC method "<pkg.Service>/<Method>"; empty unless Kind is
 	// KindGRPC.
 	GRPCMethod string
+	// MCPResource is the URI (or, completing a template's argument, the URI template) of a
+	// resource on MCPServer; MCPPrompt the name MCPServer gives a prompt. At most one of
+	// MCPTool, MCPResource and MCPPrompt is set. A subject with either reads: the rule of
+	// calls no rule matches, under default allow, classes it READ_ONLY.
+	MCPResource, MCPPrompt string
 }
 
 // mcpTool returns "<server>/<tool>", or "" when the subject is no MCP tool.
-func (s Subject) mcpTool() string {
-	if s.MCPServer == "" || s.MCPTool == "" {
+func (s Subject) mcpTool() string { return onServer(s.MCPServer, s.MCPTool) }
+
+// mcpResource returns "<server>/<uri>", or "" when the subject is no MCP resource.
+func (s Subject) mcpResource() string { return onServer(s.MCPServer, s.MCPResource) }
+
+// mcpPrompt returns "<server>/<prompt>", or "" when the subject is no MCP prompt.
+func (s Subject) mcpPrompt() string { return onServer(s.MCPServer, s.MCPPrompt) }
+
+// reads reports whether the subject is an MCP resource or prompt.
+func (s Subject) reads() bool { return s.mcpResource() != "" || s.mcpPrompt() != "" }
+
+func onServer(server, name string) string {
+	if server == "" || name == "" {
 		return ""
 	}
-	return s.MCPServer + "/" + s.MCPTool
+	return server + "/" + name
 }
 
 // Input is everything Decide looks at.
@@ -86,13 +102,14 @@ type Decision struct {
 
 // Engine is a compiled policy. It is immutable and safe for concurrent use.
 type Engine struct {
-	rules       []*rule
-	exact       map[matchKind]map[string]*rule
-	globs       []*rule
-	defaultDeny bool
-	reach       [gateway.ZoneLocal + 1][]Kind
-	implicit    rule // the rule of calls no rule matches, under default allow
-	uses        map[matchKind]bool
+	rules        []*rule
+	exact        map[matchKind]map[string]*rule
+	globs        []*rule
+	defaultDeny  bool
+	reach        [gateway.ZoneLocal + 1][]Kind
+	implicit     rule // the rule of calls no rule matches, under default allow
+	implicitRead rule // the same for MCP resources and prompts: READ_ONLY
+	uses         map[matchKind]bool
 }
 
 // rule is a compiled Rule.
@@ -126,10 +143,11 @@ func New(cfg Config) (*Engine, error) {
 		approvalFor = []Mutation{Destructive}
 	}
 	e := &Engine{
-		exact:       make(map[matchKind]map[string]*rule),
-		defaultDeny: cfg.Default != DefaultAllow,
-		uses:        make(map[matchKind]bool),
-		implicit:    rule{mutation: NonIdempotentWrite, needsApproval: slices.Contains(approvalFor, NonIdempotentWrite)},
+		exact:        make(map[matchKind]map[string]*rule),
+		defaultDeny:  cfg.Default != DefaultAllow,
+		uses:         make(map[matchKind]bool),
+		implicit:     rule{mutation: NonIdempotentWrite, needsApproval: slices.Contains(approvalFor, NonIdempotentWrite)},
+		implicitRead: rule{mutation: ReadOnly, needsApproval: slices.Contains(approvalFor, ReadOnly)},
 	}
 	for z := range e.reach {
 		e.reach[z] = DefaultReach(gateway.TrustZone(z))
@@ -167,7 +185,11 @@ func compileRule(env *cel.Env, i int, rc Rule, approvalFor []Mutation, limit uin
 	if r.id == "" {
 		r.id = fmt.Sprintf("rules[%d]", i)
 	}
-	if r.mutation == "" {
+	switch {
+	case r.mutation != "":
+	case kind == byResource || kind == byPrompt:
+		r.mutation = ReadOnly
+	default:
 		r.mutation = NonIdempotentWrite
 	}
 	r.needsApproval = slices.Contains(approvalFor, r.mutation)
@@ -203,6 +225,9 @@ func (e *Engine) add(r *rule) {
 // MatchesMCPTools reports whether any rule matches on mcp_tool, so the server knows
 // whether resolving a call's MCP tool is worth it.
 func (e *Engine) MatchesMCPTools() bool { return e.uses[byMCPTool] }
+
+// MatchesMCPReads reports whether any rule matches on mcp_resource or mcp_prompt.
+func (e *Engine) MatchesMCPReads() bool { return e.uses[byResource] || e.uses[byPrompt] }
 
 // MatchesGRPCMethods reports whether any rule matches on grpc_method.
 func (e *Engine) MatchesGRPCMethods() bool { return e.uses[byGRPCMethod] }

@@ -120,10 +120,21 @@ type servingLine struct {
 // between) and waits until it is ready.
 func startProcess(t *testing.T, configFile string) *process {
 	t.Helper()
+	return startProcessEnv(t, configFile, nil)
+}
+
+// startProcessEnv is startProcess with env added to the process's environment and extra
+// arguments after the listen flags.
+func startProcessEnv(t *testing.T, configFile string, env []string, args ...string) *process {
+	t.Helper()
 	p := &process{
-		cmd:    exec.Command(binary, "serve", "--config", configFile, "--boundary-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"),
+		cmd: exec.Command(binary, append([]string{"serve", "--config", configFile,
+			"--boundary-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}, args...)...),
 		stderr: &lockedBuffer{},
 		exited: make(chan error, 1),
+	}
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
 	}
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {

@@ -287,6 +287,7 @@ func TestSecureExample(t *testing.T) {
 		}
 	})
 	t.Run("scoped calls succeed", func(t *testing.T) { g.checkScopedCalls(t, reader, toolUser) })
+	t.Run("MCP resources and prompts need tools.read", func(t *testing.T) { g.checkReads(t, reader, toolUser) })
 	t.Run("approval: approved runs, denied is 4003", func(t *testing.T) { g.checkApprovals(t, writer, operator, reader) })
 	t.Run("the key ring is published", func(t *testing.T) {
 		resp, err := http.Get(g.base + "/.well-known/jwks.json")
@@ -396,6 +397,46 @@ func (g *secureGateway) checkScopedCalls(t *testing.T, reader, toolUser string) 
 	r, _ := g.mcp(toolUser, sid, `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"test_simple_text","arguments":{}},"id":3}`)
 	if !strings.Contains(r.body, "This is a simple text response for testing.") {
 		t.Fatalf("tools/call test_simple_text: %d %s", r.status, r.body)
+	}
+}
+
+// checkReads: the demo MCP server's resources and prompts are read on /mcp with tools.read
+// and refused without it (403, 4002, a step-up challenge naming the scope), and
+// resources/list and prompts/list show them only to a caller holding it.
+func (g *secureGateway) checkReads(t *testing.T, reader, toolUser string) {
+	tests := []struct {
+		name, token, body, want string // want: in a result; "" for a refusal
+	}{
+		{"read", toolUser, `{"jsonrpc":"2.0","method":"resources/read","params":{"uri":"test://static-text"},"id":4}`, "This is the content of the static text resource."},
+		{"read without tools.read", reader, `{"jsonrpc":"2.0","method":"resources/read","params":{"uri":"test://static-text"},"id":4}`, ""},
+		{"get", toolUser, `{"jsonrpc":"2.0","method":"prompts/get","params":{"name":"test_simple_prompt"},"id":4}`, "This is a simple prompt for testing."},
+		{"get without tools.read", reader, `{"jsonrpc":"2.0","method":"prompts/get","params":{"name":"test_simple_prompt"},"id":4}`, ""},
+		{"list resources", toolUser, `{"jsonrpc":"2.0","method":"resources/list","id":4}`, `"uri":"test://static-text"`},
+		{"list prompts", toolUser, `{"jsonrpc":"2.0","method":"prompts/list","id":4}`, `"name":"test_simple_prompt"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, sid := g.mcp(tt.token, "", mcpInitialize)
+			r, _ := g.mcp(tt.token, sid, tt.body)
+			if tt.want != "" {
+				if r.status != http.StatusOK || !strings.Contains(r.body, tt.want) {
+					t.Fatalf("got %d %s, want %s", r.status, r.body, tt.want)
+				}
+				return
+			}
+			rr := decodeReply(t, r.body)
+			if r.status != http.StatusForbidden || rr.Error == nil || rr.Error.Code != 4002 ||
+				!strings.Contains(r.header.Get("WWW-Authenticate"), `error="insufficient_scope", scope="tools.read"`) {
+				t.Fatalf("got %d %q %s, want 403 with 4002 asking for tools.read", r.status, r.header.Get("WWW-Authenticate"), r.body)
+			}
+		})
+	}
+	_, sid := g.mcp(reader, "", mcpInitialize)
+	for _, list := range []string{"resources/list", "resources/templates/list", "prompts/list"} {
+		r, _ := g.mcp(reader, sid, `{"jsonrpc":"2.0","method":"`+list+`","id":5}`)
+		if r.status != http.StatusOK || strings.Contains(r.body, "test://") || strings.Contains(r.body, "test_") {
+			t.Fatalf("%s without tools.read: %d %s", list, r.status, r.body)
+		}
 	}
 }
 

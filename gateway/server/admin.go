@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway/state"
 )
 
 const statusKey = "status"
@@ -25,7 +27,10 @@ func (s *Server) adminHandler() http.Handler {
 }
 
 // handleReady answers 200 once the server serves with every target ready, and 503 while
-// starting, draining, or with a target not ready (named in the body). Breakers that are
+// starting, draining, with a target not ready (named in the body), or with the shared state
+// store out of reach ("state": the backend and its error): a replica that cannot reach the
+// store would refuse every call needing it (idempotency, approvals, tasks, sessions), so it
+// leaves the rotation until the store answers again. Breakers that are
 // open or half-open are listed under "breakers" either way, but do not by themselves make
 // the gateway not ready: a breaker guards one backend, every replica sees the same
 // backend, and taking replicas out of rotation for it would refuse the calls of every
@@ -47,6 +52,10 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	if problems := rt.ready(ctx); len(problems) > 0 {
 		body, status = map[string]any{statusKey: "not ready", "targets": problems}, http.StatusServiceUnavailable
 	}
+	if err := s.pingState(ctx); err != nil {
+		body[statusKey], status = "not ready", http.StatusServiceUnavailable
+		body["state"] = map[string]string{"backend": s.stateBackend(), "error": err.Error()}
+	}
 	if tripped := rt.cfg.trippedBreakers(); len(tripped) > 0 {
 		body["breakers"] = tripped
 	}
@@ -57,4 +66,22 @@ func writeJSONStatus(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// pingState reports whether the state store answers; a store that cannot be out of reach
+// (the embedded one) always does.
+func (s *Server) pingState(ctx context.Context) error {
+	p, ok := s.kv.(state.Pinger)
+	if !ok {
+		return nil
+	}
+	return p.Ping(ctx)
+}
+
+// stateBackend names the state backend in use.
+func (s *Server) stateBackend() string {
+	if s.stateCfg.Backend == "" {
+		return state.BackendEmbedded
+	}
+	return s.stateCfg.Backend
 }

@@ -255,6 +255,9 @@ func (c *Config) validate(doc *config.Document) config.ErrorList {
 	addrs := map[string]string{"server.boundary.addr": c.Server.Boundary.Addr, "server.admin.addr": c.Server.Admin.Addr}
 	if c.Server.Internal != nil {
 		addrs["server.internal.addr"] = c.Server.Internal.Addr
+		if err := validateAdvertise(c.Server.Internal.Advertise); err != nil { // nektepeer.go
+			bad("server.internal.advertise", "%v", err)
+		}
 	}
 	if c.Server.DemoGRPC != nil {
 		addrs["server.demo_grpc.addr"] = c.Server.DemoGRPC.Addr
@@ -366,6 +369,9 @@ func Parse(file string, data []byte) (*Config, error) {
 	}
 	if file != "" { // relative paths name files beside the configuration file
 		cfg.Auth = cfg.Auth.WithBaseDir(filepath.Dir(file))
+		if cfg.Nekte != nil && cfg.Nekte.Receipts.KeyFile != "" && !filepath.IsAbs(cfg.Nekte.Receipts.KeyFile) {
+			cfg.Nekte.Receipts.KeyFile = filepath.Join(filepath.Dir(file), cfg.Nekte.Receipts.KeyFile)
+		}
 	}
 	cfg.applyDefaults()
 	if errs := cfg.validate(doc); len(errs) > 0 {

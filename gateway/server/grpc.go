@@ -17,11 +17,18 @@ import (
 // InternalConfig is the internal gRPC listener: gatehouse.v1.GatewayService (any routed
 // method, for internal callers), nekte.v1.Nekte (the NEKTE primitives, answering
 // UNIMPLEMENTED while no target serves nekte.*), tool.v1.ToolService (the bridged MCP
-// tools), gRPC health checking per backend and server reflection.
+// tools), gatehouse.v1.PeerService (replicas fetching each other's persist: false NEKTE
+// context envelopes, when NEKTE is on and the state store is shared), gRPC health
+// checking per backend and server reflection.
 type InternalConfig struct {
 	Addr string `yaml:"addr" json:"addr,omitempty"`
-	// MaxRecvBytes bounds one received message (default 4 MiB).
+	// MaxRecvBytes bounds one received message (default 4 MiB), and each message of the
+	// calls this replica makes to the others' PeerService.
 	MaxRecvBytes int `yaml:"max_recv_bytes" json:"max_recv_bytes,omitempty"`
+	// Advertise is the host:port other replicas dial to reach this one's PeerService.
+	// Empty: the address the listener is bound to, unless that is an unspecified IP
+	// (0.0.0.0, ::): then persist: false envelopes stored here stay local.
+	Advertise string `yaml:"advertise" json:"advertise,omitempty"`
 }
 
 // Defaults of the internal listener.
@@ -40,6 +47,10 @@ func (s *Server) newGRPCServer(cfg InternalConfig) *grpc.Server {
 	gatehousev1.RegisterGatewayServiceServer(gs, &gatewayService{s: s})
 	toolv1.RegisterToolServiceServer(gs, &toolService{s: s})
 	nektev1.RegisterNekteServer(gs, &nekteGRPC{s: s}) // per call, the configuration current then decides
+	// gatehouse.v1.PeerService, when other replicas may share the state store (nektepeer.go).
+	if err := s.startPeers(gs, cfg); err != nil {
+		s.log.Error("persist: false NEKTE context envelopes stay local to this replica", "err", err)
+	}
 	reflection.Register(gs)
 	return gs
 }

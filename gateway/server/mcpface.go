@@ -74,7 +74,10 @@ type principalKey struct{}
 func newMCPFace(s *Server, cfg MCPFaceConfig, version string) *mcpFace {
 	f := &mcpFace{s: s, subs: newSubscriptions(), localOnly: cfg.localOnly()}
 	hooks := f.hooks()
-	hooks.AddAfterListTools(f.visibleTools) // tools/list shows the caller what the policy lets it reach
+	hooks.AddAfterListTools(f.visibleTools)         // tools/list shows the caller what the policy lets it reach
+	hooks.AddAfterListResources(f.visibleResources) // and so do the other lists (mcpresource.go)
+	hooks.AddAfterListResourceTemplates(f.visibleTemplates)
+	hooks.AddAfterListPrompts(f.visiblePrompts)
 	f.srv = mcpserver.NewMCPServer("gatehouse", version,
 		mcpserver.WithToolCapabilities(true),
 		mcpserver.WithResourceCapabilities(true, true),
@@ -124,12 +127,15 @@ func (f *mcpFace) shutdown(ctx context.Context) error {
 // before mcp-go reads anything, a GET or DELETE naming a session is checked against the
 // session table, and the caller's principal rides in the request context to the tool
 // handlers. Each write of the response is bounded by the write timeout (boundWrites).
+// The session a request names is checked here, before mcp-go, for every method: so that a
+// session store out of reach answers 503 (the client keeps its session and retries) where
+// mcp-go would answer 404 (the client drops it).
 func (f *mcpFace) serve(c *gin.Context) {
 	r, ok := f.admit(c.Writer, c.Request)
 	if !ok {
 		return
 	}
-	if r.Method != http.MethodPost && !f.sessions.admit(c.Writer, r) {
+	if !f.sessions.admit(c.Writer, r) {
 		return
 	}
 	bw, r, done := f.s.boundWrites(c.Writer, r)
@@ -326,28 +332,4 @@ func (f *mcpFace) relayProgress(ctx context.Context, token mcp.ProgressToken) co
 			f.s.log.Debug("relaying MCP progress", "err", err)
 		}
 	})
-}
-
-func (f *mcpFace) readResource(target *mcpbackend.Target) mcpserver.ResourceHandlerFunc {
-	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-		raw, err := target.ReadResource(ctx, req.Params.URI)
-		if err != nil {
-			return nil, err
-		}
-		res, err := mcp.ParseReadResourceResult(&raw)
-		if err != nil {
-			return nil, err
-		}
-		return res.Contents, nil
-	}
-}
-
-func (f *mcpFace) getPrompt(target *mcpbackend.Target) mcpserver.PromptHandlerFunc {
-	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		raw, err := target.GetPrompt(ctx, req.Params.Name, req.Params.Arguments)
-		if err != nil {
-			return nil, err
-		}
-		return mcp.ParseGetPromptResult(&raw)
-	}
 }

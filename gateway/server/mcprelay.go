@@ -118,7 +118,9 @@ func (p *mcpPeer) Request(ctx context.Context, method string, params json.RawMes
 	return out, nil
 }
 
-// faceCompletions answers completion/complete on the face by forwarding it to the
+// faceCompletions answers completion/complete on the face by running it through the
+// pipeline as the caller — the bridge's "<namespace>completion/complete", decided by the
+// policy as the prompt or resource template it completes (mcpresource.go) — to the
 // upstream that owns the referenced prompt or resource template (Bridge.Complete).
 type faceCompletions struct{ f *mcpFace }
 
@@ -142,11 +144,7 @@ func (c faceCompletions) complete(ctx context.Context, ref any, arg mcp.Complete
 	if t == nil {
 		return nil, gateway.NewError(schemas.CodeCapabilityNotFound)
 	}
-	params, err := json.Marshal(mcp.CompleteParams{Ref: ref, Argument: arg, Context: cc})
-	if err != nil {
-		return nil, gateway.NewError(schemas.CodeInternal).Wrap(err)
-	}
-	raw, err := t.Complete(ctx, params)
+	raw, err := c.f.runRead(ctx, t, mcpbackend.MethodCompletionComplete, mcp.CompleteParams{Ref: ref, Argument: arg, Context: cc}, nil)
 	if err != nil {
 		return nil, err
 	}

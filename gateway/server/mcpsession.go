@@ -335,9 +335,10 @@ func (m *mcpSessions) remaining(t sessionToken) time.Duration {
 	return t.expires(m.signer.ttl).Sub(m.signer.now())
 }
 
-// admit answers a GET or DELETE that names a session mcp-go would not check (it validates
-// only POSTs): 404 for an invalid, expired or terminated session, 503 when the store
-// fails. Requests of protocol revisions without sessions pass untouched.
+// admit checks the session a request names before mcp-go does (which checks only POSTs,
+// and answers 404 whatever went wrong): 404 for an invalid, expired or terminated session,
+// 503 when the store fails. A POST it admitted is not checked again by Validate. Requests
+// of protocol revisions without sessions pass untouched.
 func (m *mcpSessions) admit(w http.ResponseWriter, r *http.Request) bool {
 	id := r.Header.Get(mcpserver.HeaderKeySessionID)
 	if id == "" || mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
@@ -346,6 +347,9 @@ func (m *mcpSessions) admit(w http.ResponseWriter, r *http.Request) bool {
 	_, err := m.check(r.Context(), id)
 	switch {
 	case err == nil:
+		if fr := faceRequestOf(r.Context()); fr != nil {
+			fr.sessionChecked = true
+		}
 		return true
 	case errors.Is(err, errSessionInvalid), errors.Is(err, errSessionExpired), errors.Is(err, errSessionRevoked):
 		writeHTTPError(w, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "Unknown or terminated MCP session"), observability.NewTraceID())
@@ -358,9 +362,11 @@ func (m *mcpSessions) admit(w http.ResponseWriter, r *http.Request) bool {
 
 // faceRequest is what the face learned of an HTTP request before mcp-go handles it.
 type faceRequest struct {
-	body    []byte      // the POST body, read before mcp-go saw it
-	minted  bool        // a session ID was issued for this request (an initialize)
-	refusal *mcpRefusal // the pipeline refused the tool call this request made (mcprefusal.go)
+	body   []byte // the POST body, read before mcp-go saw it
+	minted bool   // a session ID was issued for this request (an initialize)
+	// sessionChecked is set when admit checked the request's session: Validate need not.
+	sessionChecked bool
+	refusal        *mcpRefusal // the pipeline refused the tool call this request made (mcprefusal.go)
 }
 
 type faceRequestKey struct{}
@@ -399,6 +405,9 @@ func (s requestSessionIDs) Generate() string {
 
 // Validate implements mcpserver.SessionIdManager.
 func (s requestSessionIDs) Validate(id string) (bool, error) {
+	if fr := faceRequestOf(s.ctx); fr != nil && fr.sessionChecked {
+		return false, nil
+	}
 	_, err := s.m.check(s.ctx, id)
 	if errors.Is(err, errSessionRevoked) {
 		return true, nil

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/netip"
 	"sync"
 	"time"
@@ -39,7 +38,7 @@ const stdioReadyWait = 10 * time.Second
 // read once (no reload). mcp-go keeps one stdio session per process, so at most one
 // ServeStdio may run at a time.
 func ServeStdio(ctx context.Context, cfg *Config, opts Options, in io.Reader, out io.Writer) error {
-	demoLn, err := bindStdioDemo(cfg)
+	demoLn, err := bindDemo(cfg, false)
 	if err != nil {
 		return err
 	}
@@ -117,37 +116,6 @@ func (s *Server) localPrincipal(ctx context.Context) (gateway.Principal, error) 
 		return p, fmt.Errorf("admitting the local caller (stdio admits it as a loopback caller without a credential, which needs auth.anonymous): %w", err)
 	}
 	return p, nil
-}
-
-// bindStdioDemo binds the demo gRPC backend on a free port of its configured host when a
-// gRPC route of cfg points at its configured address, and points those routes at it; it
-// returns nil when no route needs it.
-func bindStdioDemo(cfg *Config) (net.Listener, error) {
-	demo := cfg.Server.DemoGRPC
-	if demo == nil {
-		return nil, nil
-	}
-	var uses []int
-	for i, b := range cfg.Routing.GRPC {
-		if b.Address == demo.Addr {
-			uses = append(uses, i)
-		}
-	}
-	if len(uses) == 0 {
-		return nil, nil
-	}
-	host, _, err := net.SplitHostPort(demo.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("server.demo_grpc.addr: %w", err)
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return nil, fmt.Errorf("demo gRPC backend listener: %w", err)
-	}
-	for _, i := range uses {
-		cfg.Routing.GRPC[i].Address = ln.Addr().String()
-	}
-	return ln, nil
 }
 
 // awaitTargets waits until every target is ready, for at most limit.

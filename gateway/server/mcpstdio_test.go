@@ -165,19 +165,22 @@ func TestCallerZone(t *testing.T) {
 	}
 }
 
-// TestBindStdioDemo: the demo gRPC backend is started for stdio only when a route points
-// at it, on a free port, and only those routes follow it there.
-func TestBindStdioDemo(t *testing.T) {
+// TestBindDemo: the demo gRPC backend is started for stdio only when a route points at it
+// (always, for serve on port 0), on a free port, and only those routes follow it there.
+func TestBindDemo(t *testing.T) {
 	const demoAddr = "127.0.0.1:50061"
 	for _, tt := range []struct {
 		name   string
 		demo   bool
+		always bool
 		routes []string
 		bound  bool
 	}{
-		{"no demo", false, []string{demoAddr}, false},
-		{"demo, no route to it", true, []string{"127.0.0.1:50099"}, false},
-		{"demo with routes to it", true, []string{demoAddr, "127.0.0.1:50099", demoAddr}, true},
+		{"no demo", false, false, []string{demoAddr}, false},
+		{"no demo, always", false, true, []string{demoAddr}, false},
+		{"demo, no route to it", true, false, []string{"127.0.0.1:50099"}, false},
+		{"demo, no route to it, always", true, true, []string{"127.0.0.1:50099"}, true},
+		{"demo with routes to it", true, false, []string{demoAddr, "127.0.0.1:50099", demoAddr}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := &Config{}
@@ -187,7 +190,7 @@ func TestBindStdioDemo(t *testing.T) {
 			for _, addr := range tt.routes {
 				cfg.Routing.GRPC = append(cfg.Routing.GRPC, grpcbackend.Config{Address: addr})
 			}
-			ln, err := bindStdioDemo(cfg)
+			ln, err := bindDemo(cfg, tt.always)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,10 +2,7 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"sort"
-	"strings"
 	"sync"
 
 	"github.com/gatehouse-dev/gatehouse/auth/policy"
@@ -55,16 +52,18 @@ func (s *policyStage) wrap(next gateway.Handler) gateway.Handler {
 }
 
 // subject describes call and its routed target. What a target cannot tell stays empty:
-// an MCP tool's upstream is looked up in the bridge's current catalog, a gRPC method's
-// full name in the backend's loaded descriptors (empty before they load — the backend
-// refuses the call then anyway). The lookups run only when some rule matches on them.
+// an MCP tool's, resource's or prompt's upstream is looked up in the bridge's current
+// catalog (mcpbackend.Target.Reaches), a gRPC method's full name in the backend's loaded
+// descriptors (empty before they load — the backend refuses the call then anyway). The
+// lookups run only when some rule matches on them, or, for the bridge's read methods,
+// always: the implicit rule of an unmatched resource or prompt is READ_ONLY.
 func (s *policyStage) subject(call *gateway.Call) policy.Subject {
 	sub := policy.Subject{Method: call.Method, Capability: call.Capability, Kind: policy.KindBuiltin}
 	switch t := call.Target.(type) {
 	case *mcpbackend.Target:
 		sub.Kind = policy.KindMCP
-		if s.engine.MatchesMCPTools() {
-			sub.MCPServer, sub.MCPTool = mcpTool(t, call)
+		if s.engine.MatchesMCPTools() || s.engine.MatchesMCPReads() || t.ReadMethod(call.Method) {
+			mcpSubject(&sub, t.Reaches(call))
 		}
 	case *grpcbackend.Backend:
 		sub.Kind = policy.KindGRPC
@@ -77,26 +76,26 @@ func (s *policyStage) subject(call *gateway.Call) policy.Subject {
 	return sub
 }
 
-// mcpTool returns the upstream server and its own name of the tool call reaches, empty
-// when the catalog does not list it.
-func mcpTool(t *mcpbackend.Target, call *gateway.Call) (server, tool string) {
-	name, ok := strings.CutPrefix(call.Method, t.Namespace())
-	if call.Method == mcpbackend.MethodToolsCall {
-		var p struct {
-			Name string `json:"name"`
-		}
-		ok = json.Unmarshal(call.Params, &p) == nil
-		name = p.Name
+// mcpSubject names in sub the tool, resource or prompt a call of the bridge reaches.
+func mcpSubject(sub *policy.Subject, r mcpbackend.Reached) {
+	switch r.Kind {
+	case mcpbackend.ReachTool:
+		sub.MCPServer, sub.MCPTool = r.Upstream, r.Name
+	case mcpbackend.ReachResource:
+		sub.MCPServer, sub.MCPResource = r.Upstream, r.Name
+	case mcpbackend.ReachPrompt:
+		sub.MCPServer, sub.MCPPrompt = r.Upstream, r.Name
+	case mcpbackend.ReachNone:
 	}
-	if !ok || name == "" {
-		return "", ""
-	}
-	tools := t.Catalog().Tools
-	i := sort.Search(len(tools), func(i int) bool { return tools[i].Name >= name })
-	if i == len(tools) || tools[i].Name != name {
-		return "", ""
-	}
-	return tools[i].Upstream, tools[i].UpstreamName
+}
+
+// mcpTool returns the upstream server and its own name of the catalog item — tool,
+// resource (its URI) or prompt — call reaches, empty when the catalog does not list it.
+// The metrics stage counts a call under its method when it reaches one (catalogTool):
+// the catalog and the three fixed read methods bound those names.
+func mcpTool(t *mcpbackend.Target, call *gateway.Call) (server, name string) {
+	r := t.Reaches(call)
+	return r.Upstream, r.Name
 }
 
 // grpcMethod returns the full gRPC method ("pkg.Service/Method") method is mapped to on b.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -32,6 +33,9 @@ func (s *Server) reloadLocked(cfg *Config) error {
 	if err != nil {
 		return fmt.Errorf("building configuration: %w", err)
 	}
+	if s.demoLn != nil && demoOnFreePort(cfg) {
+		pointDemoRoutes(cfg, cfg.Server.DemoGRPC.Addr, s.demoLn.Addr().String())
+	}
 	rt, err := buildRuntime(cfg, s.log, s.opts.Now, s.opts.Targets, s.kv, s.KeyRing, s.revocations, s.metrics)
 	if err != nil {
 		tr.drop()
@@ -47,7 +51,7 @@ func (s *Server) reloadLocked(cfg *Config) error {
 	if !sameListeners(cfg.Server, s.listen) {
 		s.log.Warn("listener settings changed; they take effect on restart", "file", cfg.File())
 	}
-	if cfg.State != s.stateCfg {
+	if !reflect.DeepEqual(cfg.State, s.stateCfg) {
 		s.log.Warn("state settings changed; they take effect on restart", "file", cfg.File())
 	}
 	s.setLogLevel(cfg)

@@ -96,11 +96,26 @@ type Server struct {
 // New builds the runtime for cfg and binds the boundary and admin listeners, so that
 // address errors surface here and an address of port 0 is resolved before Run.
 func New(cfg *Config, opts Options) (*Server, error) {
+	var demoLn net.Listener
+	if demoOnFreePort(cfg) {
+		ln, err := bindDemo(cfg, true)
+		if err != nil {
+			return nil, err
+		}
+		demoLn = ln
+	}
 	s, err := newServer(cfg, opts)
 	if err != nil {
+		if demoLn != nil {
+			_ = demoLn.Close()
+		}
 		return nil, err
 	}
+	s.demoLn = demoLn
 	if err := s.listenAll(cfg.Server); err != nil {
+		if demoLn != nil {
+			_ = demoLn.Close()
+		}
 		s.closeCore()
 		return nil, err
 	}
@@ -268,7 +283,7 @@ func (s *Server) listenAll(cfg ServerConfig) error {
 	if cfg.Internal != nil {
 		wants = append(wants, want{"internal", cfg.Internal.Addr, &s.internalLn})
 	}
-	if cfg.DemoGRPC != nil {
+	if cfg.DemoGRPC != nil && s.demoLn == nil {
 		wants = append(wants, want{"demo gRPC backend", cfg.DemoGRPC.Addr, &s.demoLn})
 	}
 	for i, w := range wants {

@@ -184,9 +184,35 @@ func (rt *runtime) startIngress(ctx context.Context, proto gateway.Protocol, nam
 	if rt.trace == nil {
 		return ctx, nil, observability.NewTraceID()
 	}
-	ctx, span := rt.trace.tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(attrProtocol.String(proto.String())))
+	ctx, span := rt.trace.tracer().Start(ctx, name, serverStart(proto)...)
 	return ctx, span, span.SpanContext().TraceID().String()
+}
+
+// Span kind options, made once.
+var (
+	serverKind   = trace.WithSpanKind(trace.SpanKindServer)
+	internalKind = trace.WithSpanKind(trace.SpanKindInternal)
+)
+
+// serverStarts are the start options of an ingress span by protocol: its kind and
+// gatehouse.protocol, made once.
+var serverStarts = func() (out [gateway.ProtocolStdio + 1][]trace.SpanStartOption) {
+	for p := range out {
+		out[p] = newServerStart(gateway.Protocol(p))
+	}
+	return out
+}()
+
+func newServerStart(p gateway.Protocol) []trace.SpanStartOption {
+	return []trace.SpanStartOption{serverKind, trace.WithAttributes(attrProtocol.String(p.String()))}
+}
+
+// serverStart returns the start options of an ingress span of protocol p.
+func serverStart(p gateway.Protocol) []trace.SpanStartOption {
+	if int(p) < len(serverStarts) {
+		return serverStarts[p]
+	}
+	return newServerStart(p)
 }
 
 // startMessage starts the ingress span of a WebSocket message: its parent is the trace
@@ -243,7 +269,7 @@ func (rt *runtime) traceCall(ctx context.Context, ex *exchange, c *gateway.Call,
 		ex.span.SetName(name)
 		return ctx, callTrace{span: ex.span}
 	}
-	ctx, span := rt.trace.tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
+	ctx, span := rt.trace.tracer().Start(ctx, name, internalKind)
 	return ctx, callTrace{span: span, owned: true}
 }
 
@@ -385,7 +411,7 @@ func stageSpan(traced bool, name string, mw gateway.Middleware) gateway.Middlewa
 				return inner(ctx, call)
 			}
 			m := &stageMark{parent: parent}
-			ctx, m.span = tracerOf(ctx).Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal)) //nolint:spancheck // ended when the stage hands on, or below
+			ctx, m.span = tracerOf(ctx).Start(ctx, name, internalKind) //nolint:spancheck // ended when the stage hands on, or below
 			res, err := inner(context.WithValue(ctx, key, m), call)
 			if m.passed.CompareAndSwap(false, true) { // refused by the stage itself
 				if err != nil {

@@ -15,7 +15,8 @@ import (
 )
 
 // visibility decides what a caller sees in the catalogs of one configuration
-// (nekte.discover, the agent card, the MCP face's tools/list): an entry is shown when the
+// (nekte.discover, the agent card, the MCP face's tools/list, resources/list,
+// resources/templates/list and prompts/list — mcpresource.go): an entry is shown when the
 // policy's Filter would let the caller reach it — its zone reaches the target's kind and
 // it holds the scopes of the rule that matches. Each entry is described as the policy
 // stage describes the call that runs it (policyStage.subject), so a listing and the
@@ -57,17 +58,24 @@ func (v *visibility) filters() bool { return v.hideAll || v.stage != nil }
 // shows reports whether the caller (principal, zone, protocol) sees the entry run by
 // method as capability id ("" for a direct call). A method no target serves is hidden.
 func (v *visibility) shows(p gateway.Principal, zone gateway.TrustZone, proto gateway.Protocol, method, id string) bool {
+	return v.showsCall(p, zone, proto, &gateway.Call{Method: method, Capability: id})
+}
+
+// showsCall is shows for a call described with its params (an MCP face's resources/read,
+// prompts/get or completion/complete names what it reaches in them); it sets call.Target.
+func (v *visibility) showsCall(p gateway.Principal, zone gateway.TrustZone, proto gateway.Protocol, call *gateway.Call) bool {
 	if v.hideAll {
 		return false
 	}
 	if v.stage == nil {
 		return true
 	}
-	t, ok := v.table.Lookup(method)
+	t, ok := v.table.Lookup(call.Method)
 	if !ok {
 		return false
 	}
-	sub := v.stage.subject(&gateway.Call{Method: method, Capability: id, Target: t})
+	call.Target = t
+	sub := v.stage.subject(call)
 	return v.stage.engine.Filter(p, zone, proto, []policy.Subject{sub})[0]
 }
 

@@ -11,9 +11,15 @@
 //
 //   - embedded ([Embedded], the default): in-process, sharded, bounded by a maximum number
 //     of entries, so one command runs the gateway;
-//   - Redis (arrives with scale-out): several replicas behind a load balancer share it.
+//   - Redis ([Redis]): several replicas behind a load balancer share it; one server,
+//     Sentinel or Cluster, every key under a configured prefix. A call that cannot reach
+//     Redis fails with [ErrUnavailable], a -32020 UNAVAILABLE [gateway.Error].
 //
 // [Open] builds the backend the configuration's state section names.
+//
+// Both backends also implement the optional interfaces of optional.go, found by type
+// assertion: [Bus] (publish/subscribe hints between replicas), [CellRater] (a rate-limit
+// decision in one atomic step) and, for Redis only, [Pinger] (reachability, for readiness).
 //
 // # Time to live on everything
 //
@@ -35,5 +41,6 @@
 // Package statetest holds RunKV, the table of tests that pins down every rule of KV: TTL
 // expiry (with real short TTLs, since a Redis server's clock cannot be faked), SetNX and
 // CompareAndSwap exclusivity under concurrency, Incr's TTL rule, size limits, done
-// contexts, copying, Close. Every backend must pass it unchanged.
+// contexts, copying, Close. Every backend must pass it unchanged; RunBus and RunCellRater
+// do the same for [Bus] and [CellRater].
 package state

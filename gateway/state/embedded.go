@@ -43,6 +43,9 @@ type EmbeddedOptions struct {
 	// SweepInterval is how often the janitor removes expired entries (default
 	// [DefaultSweepInterval]).
 	SweepInterval time.Duration
+	// BusBuffer is how many undelivered messages each [Bus] subscription holds before it
+	// drops the oldest (default [DefaultBusBuffer]).
+	BusBuffer int
 	// Now is the clock (default time.Now). Tests inject one to move time without sleeping;
 	// the janitor's ticker still runs on real time.
 	Now func() time.Time
@@ -60,6 +63,9 @@ func (o EmbeddedOptions) withDefaults() EmbeddedOptions {
 	}
 	if o.SweepInterval <= 0 {
 		o.SweepInterval = DefaultSweepInterval
+	}
+	if o.BusBuffer <= 0 {
+		o.BusBuffer = DefaultBusBuffer
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -90,11 +96,14 @@ type Embedded struct {
 	base       time.Time // the clock's reading at creation; see tick
 	stop       chan struct{}
 	done       chan struct{}
+	bus        *hub
 }
 
 var (
-	_ KV      = (*Embedded)(nil)
-	_ Limited = (*Embedded)(nil)
+	_ KV        = (*Embedded)(nil)
+	_ Limited   = (*Embedded)(nil)
+	_ Bus       = (*Embedded)(nil)
+	_ CellRater = (*Embedded)(nil)
 )
 
 // NewEmbedded returns an empty store and starts its janitor. Close it to stop the janitor.
@@ -107,6 +116,7 @@ func NewEmbedded(opts EmbeddedOptions) *Embedded {
 		now:        opts.Now,
 		stop:       make(chan struct{}),
 		done:       make(chan struct{}),
+		bus:        newHub(opts.BusBuffer),
 	}
 	e.base = e.now()
 	for i := range e.shards {
@@ -255,14 +265,15 @@ func (e *Embedded) Incr(ctx context.Context, key string, delta int64, ttl time.D
 	return sum, nil
 }
 
-// Close implements [KV.Close]: it stops the janitor, waits for it to return and drops
-// every entry.
+// Close implements [KV.Close]: it stops the janitor, waits for it to return, ends every
+// [Bus] subscription and drops every entry.
 func (e *Embedded) Close() error {
 	if !e.closed.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
 	close(e.stop)
 	<-e.done
+	e.bus.close()
 	for i := range e.shards {
 		e.shards[i].drop()
 	}

@@ -1,6 +1,9 @@
 package state
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // CheckInvariants reports the first way e's shards disagree with each other or with its
 // count: every entry in its map and its heap at its index, the heap ordered on expiry.
@@ -41,3 +44,7 @@ func (s *shard) check() error {
 	}
 	return nil
 }
+
+// SetBusHealthInterval sets how long r's later subscriptions wait idle before they PING,
+// and then for the answer.
+func SetBusHealthInterval(r *Redis, d time.Duration) { r.busHealth = d }

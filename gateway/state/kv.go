@@ -68,8 +68,8 @@ type KV interface {
 	//
 	// A live value that is not an integer, or a sum that would overflow int64, gives
 	// [ErrNotInteger] and leaves the entry as it was.
-	// Redis: a Lua script (INCRBY key delta, then PEXPIRE key ttl NX; before Redis 7, PEXPIRE
-	// only if PTTL key is -1).
+	// Redis: a Lua script (INCRBY key delta, then PEXPIRE key ttl only if PTTL key is -1, as
+	// PEXPIRE NX does from Redis 7 on; the sum is read back as text).
 	Incr(ctx context.Context, key string, delta int64, ttl time.Duration) (int64, error)
 
 	// Close releases the store: the embedded backend stops its janitor and drops every

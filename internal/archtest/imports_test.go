@@ -42,6 +42,7 @@ var allowed = map[string][]string{
 	"resilience":     {"schemas", "codecs", "gateway", "gateway/state"},
 	"observability":  {"schemas", "codecs", "gateway", "gateway/state"},
 	"gateway/server": {"schemas", "codecs", "gateway", "gateway/state", "gateway/config", "configs", "auth", "routing", "resilience", "observability"},
+	"deploy":         {"schemas", "gateway/config", "gateway/server"},
 	"cmd":            {"schemas", "codecs", "gateway", "gateway/state", "gateway/config", "configs", "auth", "routing", "resilience", "observability", "gateway/server"},
 	"internal":       {"schemas", "codecs", "gateway", "gateway/state", "gateway/config", "configs", "auth", "routing", "resilience", "observability", "gateway/server"},
 }

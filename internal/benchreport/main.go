@@ -137,9 +137,12 @@ var defs = []ratioDef{
 	{"… the same with every call's RS256 signature verified (cache disabled) ÷ anonymous caller",
 		"gateway/server.BenchmarkAuthEndToEnd/jwt_nocache", "gateway/server.BenchmarkAuthEndToEnd/anonymous", true,
 		"a client presenting a fresh token every call"},
-	{"JSON-RPC→gRPC calls/s with tracing, every call sampled and exported over OTLP/gRPC to a collector on loopback ÷ tracing off",
+	{"JSON-RPC→gRPC calls/s with tracing (every call sampled, exported over OTLP/gRPC to a collector on loopback) and metrics on ÷ both off",
 		"gateway/server.BenchmarkTracing/on", "gateway/server.BenchmarkTracing/off", true,
-		"the price of an ingress and a client span per call, the traceparent on the hop and the batched export; target ≥ 0.85"},
+		"the price of an ingress and a client span per call, the traceparent on the hop, the batched export and the Prometheus counters and histograms; target ≥ 0.85"},
+	{"Three replicas sharing one Redis (round-robin client) calls/s ÷ one replica on the embedded store (subtract with a rate limit and a fresh idempotency key per call)",
+		"gateway/server.BenchmarkReplicas/redis_3", "gateway/server.BenchmarkReplicas/embedded_1", true,
+		"the price of shared state: 3 Redis round trips per call (one rate-limit script, the idempotency lock, the record); the replicas share one machine's CPUs here, so this is not the capacity gained by adding machines"},
 	{"MCP tools/call through the gateway (JSON-RPC over HTTP → stdio child) calls/s ÷ direct mcp-go client calls/s, 1 caller",
 		"gateway/server.BenchmarkMCPToolCall/gateway/c1", "gateway/server.BenchmarkMCPToolCall/direct/c1", true,
 		"the whole gateway path (HTTP, pipeline, bridge) relative to a client speaking MCP to the child itself"},
@@ -220,6 +223,8 @@ var metricDefs = []metricRatio{
 		"aim ≤ 3: admitted calls do not queue without bound"},
 	{"Overload: p99 latency of a shed call (5002) at 3× ÷ the backend's service time", overloadBench, "reject-p99/service",
 		"near 0: refusals are answered at once (aim: under 1 ms)"},
+	{"Scale-out: Redis round trips per call (three replicas; rate limit + idempotency key)", "gateway/server.BenchmarkReplicas/redis_3", "redis-round-trips/call",
+		"every state operation is one command or one Lua script: one rate-limit decision, the idempotency lock, the record"},
 }
 
 type ratioRow struct {

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/testproc"
 )
 
 // ErrTraceNotFound is returned by Jaeger.Trace while Jaeger holds no span of the trace.
@@ -97,13 +99,13 @@ func StartJaeger(t testing.TB) *Jaeger {
 	bin := binary(t, "Jaeger v2", "JAEGER_BIN", repoTool(t, "jaeger"))
 	dir := t.TempDir()
 	j := &Jaeger{client: newClient(t)}
-	start(t, func() (*process, error) { return j.launch(bin, dir) })
+	start(t, func() (*testproc.Process, error) { return j.launch(bin, dir) })
 	return j
 }
 
 // launch writes a configuration with fresh ports and starts Jaeger on it.
-func (j *Jaeger) launch(bin, dir string) (*process, error) {
-	ports, err := freePorts(5)
+func (j *Jaeger) launch(bin, dir string) (*testproc.Process, error) {
+	ports, err := testproc.FreeAddrs(5)
 	if err != nil {
 		return nil, err
 	}
@@ -117,8 +119,8 @@ func (j *Jaeger) launch(bin, dir string) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.waitReady(j.client, "http://"+health+"/status"); err != nil {
-		p.stop()
+	if err := waitReady(p, j.client, "http://"+health+"/status"); err != nil {
+		stop(p)
 		return nil, fmt.Errorf("jaeger: %w", err)
 	}
 	j.OTLPGRPC, j.OTLPHTTP, j.QueryURL = otlpGRPC, otlpHTTP, "http://"+queryHTTP

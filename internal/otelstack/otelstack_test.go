@@ -124,3 +124,22 @@ func TestPrometheusScrape(t *testing.T) {
 		t.Error("a malformed query returned no error")
 	}
 }
+
+// TestPrometheusScrapeInterval: a Prometheus started with a 200ms scrape interval holds
+// several samples of a series within a second, which the default 1s interval cannot.
+func TestPrometheusScrapeInterval(t *testing.T) {
+	t.Parallel()
+	registry := prometheus.NewRegistry()
+	events := prometheus.NewCounter(prometheus.CounterOpts{Name: "otelstack_test_interval_total", Help: "Events of the test."})
+	registry.MustRegister(events)
+	target := httptest.NewServer(promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	t.Cleanup(target.Close)
+
+	p := otelstack.StartPrometheusWith(t, []string{strings.TrimPrefix(target.URL, "http://")},
+		otelstack.PrometheusOptions{ScrapeInterval: 200 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if _, err := p.WaitForSamples(ctx, `count_over_time(otelstack_test_interval_total[1s]) >= 3`); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -12,22 +12,39 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/testproc"
 )
 
 // ScrapeJob is the job label of the targets StartPrometheus scrapes.
 const ScrapeJob = "gatehouse"
 
-// prometheusConfig scrapes the targets' /metrics every second.
+// prometheusConfig scrapes the targets' /metrics every scrape interval (%[1]s), which is
+// also the scrape timeout and the rule evaluation interval.
 const prometheusConfig = `global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-  evaluation_interval: 1s
+  scrape_interval: %[1]s
+  scrape_timeout: %[1]s
+  evaluation_interval: %[1]s
 scrape_configs:
-  - job_name: %s
+  - job_name: %[2]s
     metrics_path: /metrics
     static_configs:
-      - targets: [%s]
+      - targets: [%[3]s]
 `
+
+// DefaultScrapeInterval is how often StartPrometheus scrapes its targets.
+const DefaultScrapeInterval = time.Second
+
+// MinScrapeInterval is the shortest scrape interval PrometheusOptions may set.
+const MinScrapeInterval = 100 * time.Millisecond
+
+// PrometheusOptions tunes StartPrometheusWith.
+type PrometheusOptions struct {
+	// ScrapeInterval is how often the targets are scraped, and the bound of one scrape
+	// (default DefaultScrapeInterval, at least MinScrapeInterval, whole milliseconds).
+	// A short one lets a rate() over a minute find two samples soon after the calls.
+	ScrapeInterval time.Duration
+}
 
 // Prometheus is a running Prometheus scraping the targets given to StartPrometheus.
 type Prometheus struct {
@@ -49,6 +66,20 @@ type Sample struct {
 // under job "gatehouse", waits until it is ready, and stops it when the test ends.
 func StartPrometheus(t testing.TB, targets []string) *Prometheus {
 	t.Helper()
+	return StartPrometheusWith(t, targets, PrometheusOptions{})
+}
+
+// StartPrometheusWith is StartPrometheus with the scrape interval of opts. An interval below
+// MinScrapeInterval or not in whole milliseconds fails the test.
+func StartPrometheusWith(t testing.TB, targets []string, opts PrometheusOptions) *Prometheus {
+	t.Helper()
+	interval := opts.ScrapeInterval
+	if interval == 0 {
+		interval = DefaultScrapeInterval
+	}
+	if interval < MinScrapeInterval || interval%time.Millisecond != 0 {
+		t.Fatalf("scrape interval %v: want whole milliseconds, at least %v", interval, MinScrapeInterval)
+	}
 	bin := binary(t, "Prometheus", "PROMETHEUS_BIN", "prometheus")
 	dir := t.TempDir()
 	quoted := make([]string, len(targets))
@@ -56,18 +87,18 @@ func StartPrometheus(t testing.TB, targets []string) *Prometheus {
 		quoted[i] = strconv.Quote(target)
 	}
 	config := filepath.Join(dir, "prometheus.yml")
-	body := fmt.Sprintf(prometheusConfig, ScrapeJob, strings.Join(quoted, ", "))
+	body := fmt.Sprintf(prometheusConfig, strconv.FormatInt(interval.Milliseconds(), 10)+"ms", ScrapeJob, strings.Join(quoted, ", "))
 	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
 		t.Fatalf("writing prometheus config: %v", err)
 	}
 	p := &Prometheus{client: newClient(t)}
-	start(t, func() (*process, error) { return p.launch(bin, dir, config) })
+	start(t, func() (*testproc.Process, error) { return p.launch(bin, dir, config) })
 	return p
 }
 
 // launch starts Prometheus on a fresh port.
-func (p *Prometheus) launch(bin, dir, config string) (*process, error) {
-	ports, err := freePorts(1)
+func (p *Prometheus) launch(bin, dir, config string) (*testproc.Process, error) {
+	ports, err := testproc.FreeAddrs(1)
 	if err != nil {
 		return nil, err
 	}
@@ -80,8 +111,8 @@ func (p *Prometheus) launch(bin, dir, config string) (*process, error) {
 		return nil, err
 	}
 	base := "http://" + ports[0]
-	if err := proc.waitReady(p.client, base+"/-/ready"); err != nil {
-		proc.stop()
+	if err := waitReady(proc, p.client, base+"/-/ready"); err != nil {
+		stop(proc)
 		return nil, fmt.Errorf("prometheus: %w", err)
 	}
 	p.URL = base

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -26,16 +29,86 @@ import (
 // tracer starts the client spans of RPCs.
 var tracer = hoptrace.New("github.com/gatehouse-dev/gatehouse/routing/grpcbackend")
 
+// spanKey names the client spans of one method of one backend.
+type spanKey struct{ backend, address, path string }
+
+// methodSpans are what the client spans of one method of one backend share, made on the
+// method's first traced RPC: their start (name and kind) and their attributes, set when the
+// RPC ends — with its status code in the same slice when it succeeded — so that a span's
+// attributes are one allocation of the SDK's, not one at the start and another at the end.
+type methodSpans struct {
+	start *hoptrace.Static
+	attrs []attribute.KeyValue // rpc.system, rpc.service, rpc.method, server.address, gatehouse.backend
+	ok    []attribute.KeyValue // attrs and rpc.grpc.status_code 0
+}
+
+// spanStarts holds each method's methodSpans by spanKey. The keys come from the
+// configuration and the backends' descriptors, never from callers, so it is bounded.
+var spanStarts sync.Map
+
+// hopSpan is an RPC's client span with what its method's spans share. Its attributes are
+// set by spanStatus, or by End for a span ended without (a stream its reader closed early).
+type hopSpan struct {
+	trace.Span
+	m          *methodSpans
+	attributed atomic.Bool
+}
+
+// setAttributes sets the method's attributes on the span, with the status code 0 when ok.
+func (h *hopSpan) setAttributes(ok bool) {
+	h.attributed.Store(true)
+	if ok {
+		h.SetAttributes(h.m.ok...)
+		return
+	}
+	h.SetAttributes(h.m.attrs...)
+}
+
+// End implements trace.Span: it sets the method's attributes unless spanStatus did.
+func (h *hopSpan) End(opts ...trace.SpanEndOption) {
+	if !h.attributed.Load() {
+		h.setAttributes(false)
+	}
+	h.Span.End(opts...)
+}
+
 // startSpan starts the client span of an RPC of m when ctx carries a traced call's span;
 // otherwise it returns ctx and nil.
 func (b *Backend) startSpan(ctx context.Context, m *method) (context.Context, trace.Span) {
-	return tracer.Start(ctx, "grpc "+strings.TrimPrefix(m.path, "/"),
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ctx, nil // no span: no need of its start
+	}
+	key := spanKey{backend: b.cfg.Name, address: b.cfg.Address, path: m.path}
+	v, ok := spanStarts.Load(key)
+	if !ok {
+		v, _ = spanStarts.LoadOrStore(key, b.newMethodSpans(m))
+	}
+	ms := v.(*methodSpans)
+	ctx, span := tracer.StartStatic(ctx, ms.start)
+	if span == nil {
+		return ctx, nil
+	}
+	return ctx, &hopSpan{Span: span, m: ms}
+}
+
+// newMethodSpans makes the methodSpans of m.
+func (b *Backend) newMethodSpans(m *method) *methodSpans {
+	attrs := []attribute.KeyValue{
 		attribute.String("rpc.system", "grpc"),
 		attribute.String("rpc.service", string(m.desc.Parent().FullName())),
 		attribute.String("rpc.method", string(m.desc.Name())),
 		attribute.String("server.address", b.cfg.Address),
-		attribute.String("gatehouse.backend", b.cfg.Name))
+		attribute.String("gatehouse.backend", b.cfg.Name),
+	}
+	return &methodSpans{
+		start: hoptrace.NewStatic("grpc " + strings.TrimPrefix(m.path, "/")),
+		attrs: attrs,
+		ok:    append(slices.Clip(attrs), grpcStatusKey.Int(0)),
+	}
 }
+
+// grpcStatusKey is the attribute of a finished RPC's status code.
+const grpcStatusKey = attribute.Key("rpc.grpc.status_code")
 
 // endSpan records how the RPC ended on its span (*err: nil for OK) and ends it; nil-safe.
 func endSpan(span trace.Span, err *error) {
@@ -55,14 +128,23 @@ func endSpanUnlessStreamed(span trace.Span, res **gateway.Result, err *error) {
 	endSpan(span, err)
 }
 
-// spanStatus records err — a gRPC status, a gateway error or any error — on span.
+// spanStatus records err — a gRPC status, a gateway error or any error — on span, with
+// the attributes of its method.
 func spanStatus(span trace.Span, err error) {
+	hs, _ := span.(*hopSpan)
 	if err == nil || errors.Is(err, io.EOF) {
-		span.SetAttributes(attribute.Int("rpc.grpc.status_code", 0))
+		if hs != nil {
+			hs.setAttributes(true)
+		} else {
+			span.SetAttributes(grpcStatusKey.Int(0))
+		}
 		return
 	}
+	if hs != nil {
+		hs.setAttributes(false)
+	}
 	if st, ok := status.FromError(err); ok {
-		span.SetAttributes(attribute.Int("rpc.grpc.status_code", int(st.Code())))
+		span.SetAttributes(grpcStatusKey.Int(int(st.Code())))
 	}
 	span.SetStatus(codes.Error, err.Error())
 }

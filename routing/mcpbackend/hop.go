@@ -20,9 +20,9 @@ var _ gateway.HopAuthenticated = (*Target)(nil)
 //   - completion/complete ({ref, …}): the upstream owning the reference, by Complete's
 //     rule.
 //
-// Only the tool shapes are served by Invoke; the others describe the calls a face makes
-// with ReadResource, GetPrompt and Complete, so it can ask for their credential the same
-// way. A call whose upstream cannot be determined (an unknown or colliding name, params of
+// The last three are recognised both as the read methods Invoke serves under the
+// namespace (reads.go) and by their bare MCP names, for a face that calls ReadResource,
+// GetPrompt or Complete itself and asks for their credential the same way. A call whose upstream cannot be determined (an unknown or colliding name, params of
 // the wrong shape) gets HopNone: it reaches no upstream. So do resource subscriptions:
 // they are the bridge's, shared by every subscriber and renewed on reconnection, and are
 // sent with no caller's credential.
@@ -36,14 +36,18 @@ func (t *Target) HopAuth(call *gateway.Call) gateway.HopAuth {
 // hopUpstream returns the upstream call reaches, or nil. Tools are tried first, as Invoke
 // parses a call, so that the two agree even under an empty namespace.
 func (t *Target) hopUpstream(call *gateway.Call) *upstream {
-	if name, _, _, err := t.parse(call); err == nil {
+	if name, _, _, err := t.parse(call); err == nil && t.readOp(call.Method) == "" {
 		if r, err := lookup(t.b.routes.Load().tools, name, "tool"); err == nil {
 			return r.up
 		}
 	}
 	var u *upstream
 	var err error
-	switch mcp.MCPMethod(call.Method) {
+	method := call.Method
+	if op := t.readOp(method); op != "" {
+		method = op
+	}
+	switch mcp.MCPMethod(method) {
 	case mcp.MethodResourcesRead:
 		var p struct {
 			URI string `json:"uri"`

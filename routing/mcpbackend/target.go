@@ -13,7 +13,8 @@ import (
 // {"name": tool, "arguments": {…}} and the CallToolResult as result.
 const MethodToolsCall = "tools/call"
 
-// Target routes JSON-RPC calls to the bridge's tools. It answers two shapes:
+// Target routes JSON-RPC calls to the bridge's tools, resources and prompts. It answers
+// three shapes:
 //
 //   - a method per tool under the namespace: "<namespace><exposed tool name>" with the
 //     tool's arguments as params (an object). The result is the CallToolResult; a result
@@ -21,8 +22,10 @@ const MethodToolsCall = "tools/call"
 //     result}, so JSON-RPC callers see a failed tool as a failed call.
 //   - MethodToolsCall, when the table routes it here: MCP's own params and result, with
 //     isError results returned as results.
+//   - the read methods "<namespace>resources/read", "<namespace>prompts/get" and
+//     "<namespace>completion/complete" (reads.go): MCP's own params and result.
 //
-// Either shape is a direct call of a tool, and the trust zone decides who may make one:
+// Each shape is a direct call of the bridge, and the trust zone decides who may make one:
 // a call from a zone not among the target's direct zones (WithDirectZones; by default
 // internal, operator and local) is refused with AUTHORIZATION_FAILED (4000, data {zone,
 // method}) before anything is parsed or sent upstream. Calls arriving over MCP
@@ -93,6 +96,9 @@ func (t *Target) Close() error { return t.b.Close() }
 func (t *Target) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
 	if err := t.permit(call); err != nil {
 		return nil, err
+	}
+	if op := t.readOp(call.Method); op != "" {
+		return t.invokeRead(ctx, op, call.Params)
 	}
 	name, args, mcpShaped, err := t.parse(call)
 	if err != nil {

@@ -57,6 +57,11 @@ type TasksConfig struct {
 	// DrainTimeout bounds how long Close waits for running tasks to be suspended
 	// (default 10s).
 	DrainTimeout time.Duration `yaml:"drain_timeout" json:"drain_timeout,omitempty"`
+	// Lease is how long a running task's record vouches for its runner; the runner renews
+	// it every third of it. A running task whose lease lapsed (its replica died without
+	// suspending it) is suspended with a checkpoint by the next replica that reads it, and
+	// can be resumed anywhere (default 10s; at least 4 × poll_interval, at most 10m).
+	Lease time.Duration `yaml:"lease" json:"lease,omitempty"`
 }
 
 // ContextsConfig bounds context envelopes.
@@ -72,6 +77,10 @@ type ContextsConfig struct {
 	MaxDataBytes int `yaml:"max_data_bytes" json:"max_data_bytes,omitempty"`
 	// MaxLocal bounds the persist: false envelopes held in this process (default 10000).
 	MaxLocal int `yaml:"max_local" json:"max_local,omitempty"`
+	// PeerTimeout bounds one call to the replica that holds a persist: false envelope
+	// (fetch or revoke, over the internal listener; default 2s, at most MaxPeerTimeout).
+	// A replica that does not answer in time counts as gone, and so does its envelope.
+	PeerTimeout time.Duration `yaml:"peer_timeout" json:"peer_timeout,omitempty"`
 }
 
 // ReceiptsConfig configures the key that signs task receipts.
@@ -99,15 +108,23 @@ const (
 	DefaultMaxPartials    = 16
 	DefaultPollInterval   = 250 * time.Millisecond
 	DefaultDrainTimeout   = 10 * time.Second
+	DefaultLease          = 10 * time.Second
+	// MaxLease bounds tasks.lease: how long a lost runner's task may look alive.
+	MaxLease = 10 * time.Minute
 
 	DefaultContextTTL    = time.Hour
 	DefaultMaxContextTTL = 24 * time.Hour
 	DefaultExpiredGrace  = time.Hour
 	DefaultMaxDataBytes  = 64 << 10
 	DefaultMaxLocal      = 10000
+	DefaultPeerTimeout   = 2 * time.Second
 
 	DefaultIssuer = "gatehouse"
 )
+
+// MaxPeerTimeout is the highest contexts.peer_timeout accepted: a peer call holds the
+// request that needs the envelope.
+const MaxPeerTimeout = 30 * time.Second
 
 // recordOverhead is the room a task record needs beside its input and event log (ids,
 // description, timestamps, receipt, checkpoint progress).
@@ -128,12 +145,14 @@ func (c Config) WithDefaults() Config {
 	setInt(&t.MaxPartials, DefaultMaxPartials)
 	setDur(&t.PollInterval, DefaultPollInterval)
 	setDur(&t.DrainTimeout, DefaultDrainTimeout)
+	setDur(&t.Lease, DefaultLease)
 	x := &c.Contexts
 	setDur(&x.DefaultTTL, DefaultContextTTL)
 	setDur(&x.MaxTTL, DefaultMaxContextTTL)
 	setDur(&x.ExpiredGrace, DefaultExpiredGrace)
 	setInt(&x.MaxDataBytes, DefaultMaxDataBytes)
 	setInt(&x.MaxLocal, DefaultMaxLocal)
+	setDur(&x.PeerTimeout, DefaultPeerTimeout)
 	if c.Receipts.Issuer == "" {
 		c.Receipts.Issuer = DefaultIssuer
 	}
@@ -174,11 +193,13 @@ func (c Config) Validate() error {
 		{"tasks.max_partials", int64(c.Tasks.MaxPartials)},
 		{"tasks.poll_interval", int64(c.Tasks.PollInterval)},
 		{"tasks.drain_timeout", int64(c.Tasks.DrainTimeout)},
+		{"tasks.lease", int64(c.Tasks.Lease)},
 		{"contexts.default_ttl", int64(c.Contexts.DefaultTTL)},
 		{"contexts.max_ttl", int64(c.Contexts.MaxTTL)},
 		{"contexts.expired_grace", int64(c.Contexts.ExpiredGrace)},
 		{"contexts.max_data_bytes", int64(c.Contexts.MaxDataBytes)},
 		{"contexts.max_local", int64(c.Contexts.MaxLocal)},
+		{"contexts.peer_timeout", int64(c.Contexts.PeerTimeout)},
 	} {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("nekte: %s must not be negative", f.name))
@@ -187,8 +208,14 @@ func (c Config) Validate() error {
 	if d.Tasks.DefaultTimeout > d.Tasks.MaxTimeout {
 		errs = append(errs, fmt.Errorf("nekte: tasks.default_timeout (%v) is above tasks.max_timeout (%v)", d.Tasks.DefaultTimeout, d.Tasks.MaxTimeout))
 	}
+	if d.Tasks.Lease < 4*d.Tasks.PollInterval || d.Tasks.Lease > MaxLease {
+		errs = append(errs, fmt.Errorf("nekte: tasks.lease (%v) must be between 4 × tasks.poll_interval (%v) and %v", d.Tasks.Lease, 4*d.Tasks.PollInterval, MaxLease))
+	}
 	if d.Contexts.DefaultTTL > d.Contexts.MaxTTL {
 		errs = append(errs, fmt.Errorf("nekte: contexts.default_ttl (%v) is above contexts.max_ttl (%v)", d.Contexts.DefaultTTL, d.Contexts.MaxTTL))
+	}
+	if d.Contexts.PeerTimeout > MaxPeerTimeout {
+		errs = append(errs, fmt.Errorf("nekte: contexts.peer_timeout (%v) is above %v", d.Contexts.PeerTimeout, MaxPeerTimeout))
 	}
 	if d.Contexts.DefaultTTL%time.Second != 0 || d.Contexts.MaxTTL%time.Second != 0 {
 		errs = append(errs, errors.New("nekte: contexts.default_ttl and contexts.max_ttl must be whole seconds"))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
+	"sync/atomic"
 	"time"
 
 	nk "github.com/gatehouse-dev/gatehouse/codecs/nekte"
@@ -41,14 +43,45 @@ var _ envelopes = (*contextStore)(nil)
 
 // contextStore keeps context envelopes per owner: persist: true ones in the shared store,
 // persist: false ones in a bounded store local to this process (state.Embedded), which
-// never reaches durable storage and does not survive a restart or a move to another
-// replica. Entries outlive their expiry by contexts.expired_grace, so that a request for
+// never reaches durable storage and does not survive a restart. Entries outlive their expiry by contexts.expired_grace, so that a request for
 // an expired envelope answers CONTEXT_EXPIRED rather than not_found.
+//
+// With peers (Service.UsePeers, several replicas sharing the store) a persist: false
+// envelope stays in the memory of the replica that stored it, which also writes a locator
+// to the shared store (peer.go); the other replicas reach the envelope through it.
 type contextStore struct {
 	durable state.KV
 	local   state.KV
 	cfg     ContextsConfig
 	now     func() time.Time
+	log     *slog.Logger
+	// peers is set once by Service.UsePeers; nil: persist: false envelopes stay in this
+	// process, as with one replica.
+	peers atomic.Pointer[peering]
+}
+
+// slot is where one envelope may be kept: its key in the local store (and, for an
+// envelope shared with nekte.context, in the durable one), the key of its locator, and
+// how a peer names it.
+type slot struct {
+	id      string // the envelope id, for errors
+	key     string
+	locKey  string
+	durable bool
+	ref     PeerRef // without its secret
+}
+
+// sharedSlot is the slot of the owner's envelope id, shared with nekte.context.
+func sharedSlot(owner, id string) slot {
+	return slot{id: id, key: contextKey(owner, id), locKey: locatorKey(owner, id), durable: true,
+		ref: PeerRef{Owner: owner, ID: id}}
+}
+
+// taskSlot is the slot of the inline persist: false envelope id of the owner's task
+// taskID.
+func taskSlot(owner, taskID, id string) slot {
+	return slot{id: id, key: taskContextKey(owner, taskID), locKey: taskLocatorKey(owner, taskID),
+		ref: PeerRef{Owner: owner, ID: taskID, Task: true}}
 }
 
 func contextKey(owner, id string) string { return prefixContext + ownerKey(owner) + ":" + id }
@@ -81,29 +114,79 @@ func (c *contextStore) seal(e envelope, field string) (storedEnvelope, error) {
 	return storedEnvelope{Envelope: e, StoredAt: now, ExpiresAt: now + ttl.Milliseconds()}, nil
 }
 
-// share stores an envelope for its owner, replacing one of the same id.
+// share stores an envelope for its owner, replacing one of the same id wherever it was
+// kept.
 func (c *contextStore) share(ctx context.Context, owner string, e envelope) (nk.ContextResult, error) {
 	se, err := c.seal(e, "envelope")
 	if err != nil {
 		return nk.ContextResult{}, err
 	}
+	sl := sharedSlot(owner, e.ID)
+	if !e.Permissions.Persist {
+		if err := c.keep(ctx, sl, &se); err != nil {
+			return nk.ContextResult{}, err
+		}
+		if _, err := c.durable.Delete(ctx, sl.key); err != nil {
+			return nk.ContextResult{}, gateway.AsError(err)
+		}
+		return nk.ContextResult{ID: e.ID, Status: nk.ContextStored, TTLSeconds: se.Envelope.TTLSeconds}, nil
+	}
 	raw, err := json.Marshal(se)
 	if err != nil {
 		return nk.ContextResult{}, gateway.NewError(schemas.CodeInternal).Wrap(err)
 	}
-	key := contextKey(owner, e.ID)
-	keep, drop := c.durable, c.local
-	if !e.Permissions.Persist {
-		keep, drop = c.local, c.durable
-	}
-	ttl := time.Duration(se.Envelope.TTLSeconds)*time.Second + c.cfg.ExpiredGrace
-	if err := keep.Set(ctx, key, raw, ttl); err != nil {
-		return nk.ContextResult{}, localError(err)
-	}
-	if _, err := drop.Delete(ctx, key); err != nil {
+	if err := c.durable.Set(ctx, sl.key, raw, c.keepFor(&se)); err != nil {
 		return nk.ContextResult{}, gateway.AsError(err)
 	}
+	if _, err := c.local.Delete(ctx, sl.key); err != nil {
+		return nk.ContextResult{}, gateway.AsError(err)
+	}
+	if c.peers.Load() != nil {
+		if _, err := c.durable.Delete(ctx, sl.locKey); err != nil {
+			return nk.ContextResult{}, gateway.AsError(err)
+		}
+	}
 	return nk.ContextResult{ID: e.ID, Status: nk.ContextStored, TTLSeconds: se.Envelope.TTLSeconds}, nil
+}
+
+// keepFor is how long an envelope is kept: its lifetime and contexts.expired_grace.
+func (c *contextStore) keepFor(se *storedEnvelope) time.Duration {
+	return time.Duration(se.Envelope.TTLSeconds)*time.Second + c.cfg.ExpiredGrace
+}
+
+// keep stores a persist: false envelope in this process, and with peers its locator in
+// the shared store: written first, so that a local entry found always has its locator
+// written (current relies on it). A replica that advertises no address deletes the
+// locator instead, so that no replica is led to an older version held elsewhere.
+func (c *contextStore) keep(ctx context.Context, sl slot, se *storedEnvelope) error {
+	ttl := c.keepFor(se)
+	le := localEnvelope{storedEnvelope: *se}
+	p := c.peers.Load()
+	if p != nil {
+		var err error
+		if p.advertise == "" {
+			_, err = c.durable.Delete(ctx, sl.locKey)
+		} else {
+			le.Secret = newSecret()
+			err = c.durable.Set(ctx, sl.locKey, mustMarshal(locator{Addr: p.advertise, Secret: le.Secret}), ttl)
+		}
+		if err != nil {
+			return gateway.AsError(err)
+		}
+	}
+	raw, err := json.Marshal(le) //nolint:gosec // the fetch secret is kept with the envelope, in this process only
+	if err != nil {
+		return gateway.NewError(schemas.CodeInternal).Wrap(err)
+	}
+	if err := c.local.Set(ctx, sl.key, raw, ttl); err != nil {
+		if le.Secret != nil {
+			// The locator would lead to nothing; it expires anyway if this fails too.
+			_, _ = c.durable.CompareAndSwap(context.WithoutCancel(ctx), sl.locKey,
+				mustMarshal(locator{Addr: p.advertise, Secret: le.Secret}), nil, ttl)
+		}
+		return localError(err)
+	}
+	return nil
 }
 
 // localError maps a full local store to a quota error.
@@ -120,17 +203,50 @@ func localError(err error) error {
 // lookup returns the owner's envelope id: nil when there is none, CONTEXT_EXPIRED when it
 // has expired.
 func (c *contextStore) lookup(ctx context.Context, owner, id string) (*storedEnvelope, error) {
-	key := contextKey(owner, id)
-	for _, kv := range []state.KV{c.local, c.durable} {
-		raw, ok, err := kv.Get(ctx, key)
+	return c.find(ctx, sharedSlot(owner, id))
+}
+
+// find returns the envelope of a slot: the current one held in this process, else the
+// one in the durable store, else, with peers, the one the replica its locator names holds;
+// nil when there is none or that replica is gone.
+func (c *contextStore) find(ctx context.Context, sl slot) (*storedEnvelope, error) {
+	raw, held, err := c.local.Get(ctx, sl.key)
+	if err != nil {
+		return nil, gateway.AsError(err)
+	}
+	p := c.peers.Load()
+	var loc *locator
+	if p != nil {
+		if loc, err = c.locate(ctx, sl.locKey); err != nil {
+			return nil, err
+		}
+	}
+	if held {
+		if p.current(loc) {
+			var le localEnvelope
+			if err := json.Unmarshal(raw, &le); err != nil {
+				return nil, gateway.NewError(schemas.CodeInternal).Wrap(err)
+			}
+			return c.unexpired(&le.storedEnvelope, sl.id)
+		}
+		// Replaced or revoked on another replica since: forget it, unless it changed.
+		if _, err := c.local.CompareAndSwap(ctx, sl.key, raw, nil, time.Second); err != nil {
+			return nil, gateway.AsError(err)
+		}
+	}
+	if sl.durable {
+		raw, ok, err := c.durable.Get(ctx, sl.key)
 		if err != nil {
 			return nil, gateway.AsError(err)
 		}
 		if ok {
-			return c.decode(raw, id)
+			return c.decode(raw, sl.id)
 		}
 	}
-	return nil, nil
+	if loc == nil || loc.Addr == p.advertise {
+		return nil, nil
+	}
+	return c.fetch(ctx, p, loc, sl)
 }
 
 // decode reads a stored envelope and checks it has not expired.
@@ -139,10 +255,15 @@ func (c *contextStore) decode(raw []byte, id string) (*storedEnvelope, error) {
 	if err := json.Unmarshal(raw, &se); err != nil {
 		return nil, gateway.NewError(schemas.CodeInternal).Wrap(err)
 	}
+	return c.unexpired(&se, id)
+}
+
+// unexpired returns se, or CONTEXT_EXPIRED when it has expired.
+func (c *contextStore) unexpired(se *storedEnvelope, id string) (*storedEnvelope, error) {
 	if se.expired(nowMs(c.now())) {
 		return nil, errContextExpired(id)
 	}
-	return &se, nil
+	return se, nil
 }
 
 func (se *storedEnvelope) expired(now int64) bool { return now >= se.ExpiresAt }
@@ -168,11 +289,28 @@ func (c *contextStore) request(ctx context.Context, owner, id string) (any, erro
 	return se.remaining(nowMs(c.now())), nil
 }
 
-// revoke deletes the owner's envelope id wherever it is kept.
+// revoke deletes the owner's envelope id wherever it is kept: in this process, in the
+// durable store, and with peers its locator and the copy of the replica it names (told
+// at once; one that does not answer has lost its way to the envelope with the locator).
 func (c *contextStore) revoke(ctx context.Context, owner, id string) (nk.ContextResult, error) {
+	sl := sharedSlot(owner, id)
 	found := false
+	if p := c.peers.Load(); p != nil {
+		loc, err := c.locate(ctx, sl.locKey)
+		if err != nil {
+			return nk.ContextResult{}, err
+		}
+		if loc != nil && loc.Addr != p.advertise {
+			if found, err = c.revokeAt(ctx, p, loc, sl); err != nil {
+				return nk.ContextResult{}, err
+			}
+		}
+		if _, err := c.durable.Delete(ctx, sl.locKey); err != nil {
+			return nk.ContextResult{}, gateway.AsError(err)
+		}
+	}
 	for _, kv := range []state.KV{c.local, c.durable} {
-		ok, err := kv.Delete(ctx, contextKey(owner, id))
+		ok, err := kv.Delete(ctx, sl.key)
 		if err != nil {
 			return nk.ContextResult{}, gateway.AsError(err)
 		}
@@ -231,21 +369,17 @@ func (c *contextStore) forDelegate(ctx context.Context, owner, capID string, e *
 	return &taskContext{ID: e.ID, Local: true}, &se, nil
 }
 
-// keepLocal stores a task's inline persist: false envelope in this process's store, for
-// as long as the envelope lives (and its grace).
+// keepLocal stores a task's inline persist: false envelope in this process's store (and
+// with peers its locator), for as long as the envelope lives (and its grace).
 func (c *contextStore) keepLocal(ctx context.Context, owner, taskID string, se *storedEnvelope) error {
-	raw, err := json.Marshal(se)
-	if err != nil {
-		return gateway.NewError(schemas.CodeInternal).Wrap(err)
-	}
-	ttl := time.Duration(se.Envelope.TTLSeconds)*time.Second + c.cfg.ExpiredGrace
-	return localError(c.local.Set(ctx, taskContextKey(owner, taskID), raw, ttl))
+	return c.keep(ctx, taskSlot(owner, taskID, se.Envelope.ID), se)
 }
 
 // forTask resolves a task's context again, for a resumed run: the shared envelope it
 // refers to (it may have expired, been revoked or re-shared with other permissions), the
-// inline one kept in its record, or the persist: false one kept in this process, which is
-// gone after a restart or on another replica.
+// inline one kept in its record, or the persist: false one kept in the process that
+// delegated it, which is gone after that process restarts (and, without peers, on
+// another replica).
 func (c *contextStore) forTask(ctx context.Context, r *record) (*envelope, error) {
 	tc := r.Context
 	if tc == nil {
@@ -260,15 +394,11 @@ func (c *contextStore) forTask(ctx context.Context, r *record) (*envelope, error
 		}
 		se = found
 	case tc.Local:
-		raw, ok, err := c.local.Get(ctx, taskContextKey(r.Owner, r.ID))
+		found, err := c.find(ctx, taskSlot(r.Owner, r.ID, tc.ID))
 		if err != nil {
-			return nil, gateway.AsError(err)
+			return nil, err
 		}
-		if ok {
-			if se, err = c.decode(raw, tc.ID); err != nil {
-				return nil, err
-			}
-		}
+		se = found
 	default:
 		se = tc.Inline
 		if se != nil && se.expired(nowMs(c.now())) {

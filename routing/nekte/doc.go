@@ -26,10 +26,18 @@
 // # Context envelopes
 //
 // nekte.context shares, requests and revokes envelopes per owner. Envelopes with
-// persist: true live in the shared store; persist: false envelopes never reach it and live
-// in a bounded store inside the process, so they do not survive a restart or reach
-// another replica. forward: false envelopes are passed only to capabilities in their
-// scope; derive: false marks tasks whose results must not be kept or re-derived.
+// persist: true live in the shared store; persist: false envelopes never reach it: they
+// live in a bounded store inside the process that received them, which leaves only a
+// locator (its internal address and a fetch secret, no payload) in the shared store, so
+// other replicas reach them through it (peer.go) — and they are gone when it stops.
+// forward: false envelopes are passed only to capabilities in their scope; derive: false
+// marks tasks whose results must not be kept or re-derived.
+//
+// # Lost runners
+//
+// A running task's record carries a lease its runner renews; a replica that reads a task
+// whose lease lapsed (its runner died without suspending it) suspends it, so it can be
+// resumed anywhere (lease.go).
 //
 // # Receipts
 //

@@ -86,7 +86,12 @@ func (x *execution) begin(ctx context.Context) (*record, error) {
 		if r.Attempt != x.rn.attempt || r.Status != nk.TaskAccepted {
 			return errStale // cancelled before it could start
 		}
-		return move(r, nk.TaskRunning, "", x.s.nowMs())
+		now := x.s.nowMs()
+		if err := move(r, nk.TaskRunning, "", now); err != nil {
+			return err
+		}
+		r.LeaseUntil = x.s.lease(now)
+		return nil
 	})
 }
 
@@ -245,7 +250,8 @@ func (x *execution) recordPartial(ctx context.Context, msg []byte) {
 	})
 }
 
-// watch stops the run when the record says another process moved the task on.
+// watch stops the run when the record says another process moved the task on, and
+// renews the run's lease when it is due (lease.go).
 func (x *execution) watch(ctx context.Context) {
 	r, err := x.s.tasks.get(ctx, x.rn.owner, x.rn.id)
 	switch {
@@ -255,6 +261,8 @@ func (x *execution) watch(ctx context.Context) {
 		return
 	case r.Status != nk.TaskRunning || r.Attempt != x.rn.attempt:
 		x.rn.cancel(errCauseMovedOn)
+	case x.s.renewDue(r, x.s.nowMs()):
+		x.write(ctx, func(r *record, now int64) { r.LeaseUntil = x.s.lease(now) })
 	}
 }
 

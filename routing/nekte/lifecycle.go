@@ -28,7 +28,7 @@ func move(r *record, to nk.TaskStatus, reason string, now int64) error {
 	}
 	if from == nk.TaskRunning {
 		r.ElapsedMs = r.runningMs(now)
-		r.StartedAt = 0
+		r.StartedAt, r.LeaseUntil = 0, 0
 	}
 	if to == nk.TaskRunning {
 		r.StartedAt = now

@@ -32,8 +32,10 @@ type record struct {
 	// StartedAt is when the current running period began (0 when not running); ElapsedMs
 	// is the running time of the periods before it. TimeoutMs bounds their sum.
 	StartedAt int64 `json:"started_at,omitempty"`
-	ElapsedMs int64 `json:"elapsed_ms"`
-	TimeoutMs int64 `json:"timeout_ms"`
+	// LeaseUntil is, while running, until when the runner vouches it is alive (lease.go).
+	LeaseUntil int64 `json:"lease_until,omitempty"`
+	ElapsedMs  int64 `json:"elapsed_ms"`
+	TimeoutMs  int64 `json:"timeout_ms"`
 	// NoDerive is set when the task derives from a derive: false context: its results are
 	// withheld from the log and verify's sample check is refused.
 	NoDerive bool         `json:"no_derive,omitempty"`

@@ -70,6 +70,14 @@ func (rs *runSet) stop(key string, attempt int, cause error) {
 	}
 }
 
+// active reports whether a run of attempt of the task is active in this process.
+func (rs *runSet) active(key string, attempt int) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r, ok := rs.m[key]
+	return ok && r.attempt == attempt
+}
+
 // list returns the runs active now.
 func (rs *runSet) list() []*run {
 	rs.mu.Lock()

@@ -62,6 +62,7 @@ type Service struct {
 	cfg      Config
 	tasks    taskRecords
 	contexts envelopes
+	store    *contextStore // contexts, for UsePeers and the peer calls
 	local    *state.Embedded
 	signer   *signer
 	catalog  Catalog
@@ -110,10 +111,12 @@ func New(cfg Config, opts Options) (*Service, error) {
 	local := state.NewEmbedded(state.EmbeddedOptions{MaxEntries: cfg.Contexts.MaxLocal, Now: opts.Now})
 	tasks := newTaskStore(opts.KV, cfg.Tasks)
 	tasks.onStatus = opts.OnTaskStatus
+	store := &contextStore{durable: opts.KV, local: local, cfg: cfg.Contexts, now: opts.Now, log: opts.Logger}
 	s := &Service{
 		cfg:      cfg,
 		tasks:    tasks,
-		contexts: &contextStore{durable: opts.KV, local: local, cfg: cfg.Contexts, now: opts.Now},
+		contexts: store,
+		store:    store,
 		local:    local,
 		signer:   sig,
 		catalog:  opts.Catalog,
@@ -264,7 +267,8 @@ func (s *Service) isClosing() bool {
 
 // Close suspends the tasks running in this process (as SuspendAll, within
 // tasks.drain_timeout), stops what is left, ends the streams of this process after the
-// events they hold, and stops the local envelope store. It does not close the KV.
+// events they hold, stops the local envelope store and closes the peer client (UsePeers).
+// It does not close the KV.
 func (s *Service) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
@@ -278,7 +282,7 @@ func (s *Service) Close() error {
 			h.refreshAll()
 			h.mu.Unlock()
 		}
-		err = errors.Join(err, s.local.Close())
+		err = errors.Join(err, s.local.Close(), s.closePeers())
 	})
 	return err
 }
@@ -291,5 +295,5 @@ func isNotFound(err error) bool {
 
 // logf logs a failure no caller can be told about.
 func (s *Service) logf(msg string, owner, id string, err error) {
-	s.log.Warn(fmt.Sprintf("nekte: %s", msg), "task", id, "owner", owner, "error", err)
+	s.log.Warn(fmt.Sprintf("nekte: %s", msg), "task_id", id, "owner", owner, "error", err)
 }

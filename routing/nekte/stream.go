@@ -35,6 +35,7 @@ type taskStream struct {
 	poll     bool  // read the store before waiting again
 	finished bool  // the final event was delivered, or the task is gone
 	closed   bool
+	orphan   *record // the record last read, when its runner's lease had lapsed (lease.go)
 
 	wake chan struct{}
 }
@@ -66,6 +67,10 @@ func (ts *taskStream) refill(ctx context.Context) error {
 	ts.pending = append(ts.pending, r.Log.since(ts.tail)...)
 	ts.tail = max(ts.tail, r.Log.Last+1)
 	ts.lagged, ts.poll = false, false
+	ts.orphan = nil
+	if lapsed(r, ts.svc.nowMs()) {
+		ts.orphan = r
+	}
 	return nil
 }
 
@@ -107,6 +112,9 @@ func (ts *taskStream) Recv(ctx context.Context) ([]byte, error) {
 		if done {
 			return nil, io.EOF
 		}
+		if ts.reclaimOrphan(ctx) {
+			continue
+		}
 		if err := ts.wait(ctx, local); err != nil {
 			return nil, err
 		}
@@ -142,6 +150,25 @@ func (ts *taskStream) step(ctx context.Context) (msg []byte, done, local bool, e
 		return nil, true, false, nil
 	}
 	return nil, false, ts.h.runs > 0, nil
+}
+
+// reclaimOrphan suspends the task when the record last read showed its runner lost, and
+// reports whether it did (then the store holds new events to read).
+func (ts *taskStream) reclaimOrphan(ctx context.Context) bool {
+	ts.h.mu.Lock()
+	r := ts.orphan
+	ts.orphan = nil
+	ts.h.mu.Unlock()
+	if r == nil {
+		return false
+	}
+	if nr, err := ts.svc.reclaim(ctx, r); err != nil || nr.Status == r.Status {
+		return false
+	}
+	ts.h.mu.Lock()
+	ts.poll = true
+	ts.h.mu.Unlock()
+	return true
 }
 
 // wait blocks until an event may have arrived: a wake-up from the hub, or, when no run of

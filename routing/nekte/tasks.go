@@ -159,7 +159,7 @@ func (s *Service) resume(ctx context.Context, owner string, p *nk.TaskResumePara
 	if s.isClosing() {
 		return nk.TaskLifecycleResult{}, errShuttingDown()
 	}
-	cur, err := s.tasks.get(ctx, owner, p.TaskID)
+	cur, err := s.current(ctx, owner, p.TaskID)
 	if err != nil {
 		return nk.TaskLifecycleResult{}, err
 	}
@@ -175,10 +175,12 @@ func (s *Service) resume(ctx context.Context, owner string, p *nk.TaskResumePara
 		return nk.TaskLifecycleResult{}, err
 	}
 	r, err := s.commit(ctx, owner, p.TaskID, func(r *record) error {
-		if err := move(r, nk.TaskRunning, "resumed", s.nowMs()); err != nil {
+		now := s.nowMs()
+		if err := move(r, nk.TaskRunning, "resumed", now); err != nil {
 			return err
 		}
 		r.Attempt++
+		r.LeaseUntil = s.lease(now)
 		if p.Budget != nil {
 			r.Budget = p.Budget.Effective()
 		}
@@ -208,7 +210,7 @@ type statusResult struct {
 }
 
 func (s *Service) status(ctx context.Context, owner, id string) (statusResult, error) {
-	r, err := s.tasks.get(ctx, owner, id)
+	r, err := s.current(ctx, owner, id)
 	if err != nil {
 		return statusResult{}, err
 	}

@@ -6,10 +6,10 @@ import "time"
 var expiryCases = []testCase{
 	{"Expires", func(t *kvt) {
 		k, kept := t.key(), t.key()
-		start := time.Now()
 		t.set(k, "v", short)
+		written := time.Now() // the entry expires by written+short, however long Set took
 		t.set(kept, "v", never)
-		sleepUntil(start, short+slack)
+		sleepUntil(written, short+slack)
 		t.wantAbsent(k)
 		t.wantValue(kept, "v")
 		if t.del(k) {
@@ -34,11 +34,10 @@ var expiryCases = []testCase{
 	}},
 	{"SetNXAfterExpiry", func(t *kvt) {
 		k := t.key()
-		start := time.Now()
 		if !t.setNX(k, "holder", short) {
 			t.Fatalf("SetNX(absent) = false")
 		}
-		sleepUntil(start, short+slack)
+		sleepUntil(time.Now(), short+slack)
 		if !t.setNX(k, "next", never) {
 			t.Errorf("SetNX(expired) = false, want true: an expired lock must be free")
 		}
@@ -48,6 +47,7 @@ var expiryCases = []testCase{
 		t.timed(func(start time.Time) bool {
 			k := t.key()
 			t.set(k, "v", long)
+			written := time.Now()
 			won := t.setNX(k, "w", never)
 			if !within(start, long/2) {
 				return false
@@ -55,7 +55,7 @@ var expiryCases = []testCase{
 			if won {
 				t.Errorf("SetNX(present) = true, want false")
 			}
-			sleepUntil(start, long+slack)
+			sleepUntil(written, long+slack)
 			t.wantAbsent(k)
 			return true
 		})
@@ -83,9 +83,8 @@ var expiryCases = []testCase{
 	}},
 	{"CompareAndSwapExpired", func(t *kvt) {
 		k := t.key()
-		start := time.Now()
 		t.set(k, "old", short)
-		sleepUntil(start, short+slack)
+		sleepUntil(time.Now(), short+slack)
 		if t.cas(k, []byte("old"), []byte("new"), never) {
 			t.Errorf("CompareAndSwap(expired, old value) = true, want false: an expired entry is absent")
 		}

@@ -91,6 +91,7 @@ var incrCases = []testCase{
 		t.timed(func(start time.Time) bool {
 			k := t.key()
 			t.incr(k, 1, long)
+			written := time.Now()
 			time.Sleep(long / 4)
 			got := t.incr(k, 1, never) // a longer ttl must not replace the counter's
 			if !within(start, long/2) {
@@ -99,7 +100,7 @@ var incrCases = []testCase{
 			if got != 2 {
 				t.Errorf("second Incr = %d, want 2", got)
 			}
-			sleepUntil(start, long+slack)
+			sleepUntil(written, long+slack)
 			t.wantAbsent(k)
 			if got := t.incr(k, 1, never); got != 1 {
 				t.Errorf("Incr after expiry = %d, want 1 (a new counter)", got)
@@ -111,6 +112,7 @@ var incrCases = []testCase{
 		t.timed(func(start time.Time) bool {
 			k := t.key()
 			t.set(k, "5", long)
+			written := time.Now()
 			got := t.incr(k, 1, never)
 			if !within(start, long/2) {
 				return false
@@ -118,7 +120,7 @@ var incrCases = []testCase{
 			if got != 6 {
 				t.Errorf("Incr after Set = %d, want 6", got)
 			}
-			sleepUntil(start, long+slack)
+			sleepUntil(written, long+slack)
 			t.wantAbsent(k)
 			return true
 		})

@@ -1,5 +1,6 @@
 // Package statetest is the contract suite of [state.KV]: every backend, embedded or Redis,
-// must pass [RunKV] unchanged.
+// must pass [RunKV] unchanged, and [RunBus] and [RunCellRater] for the optional [state.Bus]
+// and [state.CellRater] it implements.
 package statetest
 
 import (

@@ -2,7 +2,9 @@
 // the end-to-end tests of hop tokens. Its one tool, whoami, verifies the token its request
 // carried — over stdio in params._meta["gatehouse.dev/authorization"], over streamable
 // HTTP in the Authorization header — against the gateway's published JWK Set, and answers
-// with the verified claims as JSON text; a missing or invalid token is a tool error.
+// with the verified claims as JSON text; a missing or invalid token is a tool error. Its
+// one resource, hop://whoami, does the same for resources/read: the claims as its text, a
+// missing or invalid token a JSON-RPC error.
 //
 //	hopserver stdio           serve on stdin and stdout
 //	hopserver http            serve streamable HTTP on 127.0.0.1, printing "listening ADDR"
@@ -43,34 +45,56 @@ var verifier = sync.OnceValues(func() (*hoptest.Verifier, error) {
 	return hoptest.NewVerifier(context.Background(), strings.TrimSpace(string(url)), "gatehouse", os.Getenv("HOP_AUDIENCE"), 200*time.Millisecond)
 })
 
+// whoamiURI is the resource that verifies a resources/read's token.
+func whoamiURI() string { return "hop://" + os.Getenv("HOP_AUDIENCE") + "/whoami" }
+
 func whoami(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	out, err := verified(ctx, req.Params.Meta)
+	if err != nil {
+		return mcp.NewToolResultError(err.Error()), nil // a refused token is the tool's answer
+	}
+	return mcp.NewToolResultText(out), nil
+}
+
+func whoamiResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	out, err := verified(ctx, req.Params.Meta)
+	if err != nil {
+		return nil, err
+	}
+	return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, MIMEType: "application/json", Text: out}}, nil
+}
+
+// verified returns the claims of the token the request carried, as JSON: from the
+// Authorization header over HTTP, from _meta over stdio.
+func verified(ctx context.Context, meta *mcp.Meta) (string, error) {
 	bearer, _ := ctx.Value(headerKey{}).(string)
-	if req.Params.Meta != nil {
-		if v, ok := req.Params.Meta.AdditionalFields[metaKey].(string); ok {
+	if meta != nil {
+		if v, ok := meta.AdditionalFields[metaKey].(string); ok {
 			if bearer != "" {
-				return mcp.NewToolResultError("refused: a token in both the header and _meta"), nil
+				return "", errors.New("refused: a token in both the header and _meta")
 			}
 			bearer = v
 		}
 	}
 	v, err := verifier()
 	if err != nil {
-		return mcp.NewToolResultError("verifier: " + err.Error()), nil //nolint:nilerr // the tool's answer, not a protocol failure
+		return "", fmt.Errorf("verifier: %w", err)
 	}
 	c, err := v.Verify(bearer)
 	if err != nil {
-		return mcp.NewToolResultError("refused: " + err.Error()), nil //nolint:nilerr // a refused token is the tool's answer
+		return "", fmt.Errorf("refused: %w", err)
 	}
 	out, err := json.Marshal(c)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	return mcp.NewToolResultText(string(out)), nil
+	return string(out), nil
 }
 
 func main() {
-	s := server.NewMCPServer("hopserver", "1.0.0", server.WithToolCapabilities(false))
+	s := server.NewMCPServer("hopserver", "1.0.0", server.WithToolCapabilities(false), server.WithResourceCapabilities(false, false))
 	s.AddTool(mcp.NewTool("whoami", mcp.WithDescription("verify the hop token and return its claims")), whoami)
+	s.AddResource(mcp.NewResource(whoamiURI(), "whoami", mcp.WithResourceDescription("the claims of the verified hop token")), whoamiResource)
 	var err error
 	switch mode := strings.Join(os.Args[1:], " "); mode {
 	case "stdio":

@@ -1,0 +1,84 @@
+package mcpbackend_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
+	"github.com/gatehouse-dev/gatehouse/schemas"
+)
+
+// TestReadMethods: the target serves resources/read and prompts/get under its namespace,
+// refuses params of the wrong shape, and Reaches names the tool, resource or prompt each
+// call reaches — for a completion, the prompt or template it refers to.
+func TestReadMethods(t *testing.T) {
+	b, _ := start(t, []mcpbackend.Config{fixture("fx", map[string]string{"FIXTURE_RESOURCES": "2"})})
+	target := b.Target("mcp.")
+	if got := target.ReadMethods(); strings.Join(got, " ") != "mcp.resources/read mcp.prompts/get mcp.completion/complete" {
+		t.Fatalf("ReadMethods = %q", got)
+	}
+	ctx := ctxTimeout(t, 10*time.Second)
+	invoke := []struct {
+		name, method, params string
+		want                 string // in the result; "" when code is set
+		code                 schemas.Code
+	}{
+		{"read a listed resource", "mcp.resources/read", `{"uri":"res://fx/item/2"}`, "item res://fx/item/2", 0},
+		{"read through a template", "mcp.resources/read", `{"uri":"res://fx/tmpl/42"}`, "templated res://fx/tmpl/42", 0},
+		{"get a prompt", "mcp.prompts/get", `{"name":"greet","arguments":{"who":"ada"}}`, "hello ada", 0},
+		{"read without a uri", "mcp.resources/read", `{"name":"x"}`, "", schemas.CodeInvalidParams},
+		{"get without a name", "mcp.prompts/get", `{}`, "", schemas.CodeInvalidParams},
+		{"get an unknown prompt", "mcp.prompts/get", `{"name":"nope"}`, "", schemas.CodeCapabilityNotFound},
+		{"complete without a ref", "mcp.completion/complete", `{"argument":{"name":"a","value":"b"}}`, "", schemas.CodeInvalidParams},
+	}
+	for _, tt := range invoke {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := target.Invoke(ctx, &gateway.Call{Method: tt.method, Params: []byte(tt.params), Protocol: gateway.ProtocolMCP})
+			if tt.code != 0 {
+				if got := codeOf(err); got != tt.code {
+					t.Fatalf("code %d (%v), want %d", got, err, tt.code)
+				}
+				return
+			}
+			if err != nil || !strings.Contains(string(res.Value), tt.want) {
+				t.Fatalf("got %v, %v; want %s", res, err, tt.want)
+			}
+		})
+	}
+	reaches := []struct {
+		name, method, params string
+		want                 mcpbackend.Reached
+	}{
+		{"tool method", "mcp.echo", `{}`, mcpbackend.Reached{Kind: mcpbackend.ReachTool, Upstream: "fx", Name: "echo"}},
+		{"tools/call", mcpbackend.MethodToolsCall, `{"name":"echo"}`, mcpbackend.Reached{Kind: mcpbackend.ReachTool, Upstream: "fx", Name: "echo"}},
+		{"listed resource", "mcp.resources/read", `{"uri":"res://fx/item/2"}`,
+			mcpbackend.Reached{Kind: mcpbackend.ReachResource, Upstream: "fx", Name: "res://fx/item/2"}},
+		{"resource by template", "mcp.resources/read", `{"uri":"res://fx/tmpl/7"}`,
+			mcpbackend.Reached{Kind: mcpbackend.ReachResource, Upstream: "fx", Name: "res://fx/tmpl/7"}},
+		{"prompt", "mcp.prompts/get", `{"name":"greet"}`, mcpbackend.Reached{Kind: mcpbackend.ReachPrompt, Upstream: "fx", Name: "greet"}},
+		{"completion of a prompt", "mcp.completion/complete", `{"ref":{"type":"ref/prompt","name":"greet"},"argument":{"name":"who","value":"a"}}`,
+			mcpbackend.Reached{Kind: mcpbackend.ReachPrompt, Upstream: "fx", Name: "greet"}},
+		{"completion of a template", "mcp.completion/complete", `{"ref":{"type":"ref/resource","uri":"res://fx/tmpl/{id}"},"argument":{"name":"id","value":"1"}}`,
+			mcpbackend.Reached{Kind: mcpbackend.ReachResource, Upstream: "fx", Name: "res://fx/tmpl/{id}"}},
+		{"unknown prompt", "mcp.prompts/get", `{"name":"nope"}`, mcpbackend.Reached{}},
+		{"unknown tool", "mcp.nope", `{}`, mcpbackend.Reached{}},
+		{"malformed params", "mcp.resources/read", `[1]`, mcpbackend.Reached{}},
+	}
+	for _, tt := range reaches {
+		t.Run("reaches/"+tt.name, func(t *testing.T) {
+			if got := target.Reaches(&gateway.Call{Method: tt.method, Params: []byte(tt.params)}); got != tt.want {
+				t.Fatalf("Reaches = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		method string
+		want   bool
+	}{{"mcp.resources/read", true}, {"mcp.prompts/get", true}, {"mcp.completion/complete", true}, {"resources/read", false}, {"mcp.echo", false}} {
+		if got := target.ReadMethod(tt.method); got != tt.want {
+			t.Errorf("ReadMethod(%q) = %v", tt.method, got)
+		}
+	}
+}
