@@ -95,14 +95,10 @@ func (f *mcpFace) visibleResources(ctx context.Context, _ any, _ *mcp.ListResour
 	if result == nil {
 		return
 	}
-	f.filterReads(ctx, func(shows func(op string, params any) bool) {
-		kept := result.Resources[:0:0]
-		for _, r := range result.Resources {
-			if shows(mcpbackend.MethodResourcesRead, readParams{URI: r.URI}) {
-				kept = append(kept, r)
-			}
-		}
-		result.Resources = kept
+	f.filterFor(ctx, func(c faceCaller) {
+		result.Resources = keep(result.Resources, func(r mcp.Resource) bool {
+			return c.showsRead(mcpbackend.MethodResourcesRead, readParams{URI: r.URI})
+		})
 	})
 }
 
@@ -113,19 +109,15 @@ func (f *mcpFace) visibleTemplates(ctx context.Context, _ any, _ *mcp.ListResour
 	if result == nil {
 		return
 	}
-	f.filterReads(ctx, func(shows func(op string, params any) bool) {
-		kept := result.ResourceTemplates[:0:0]
-		for _, t := range result.ResourceTemplates {
+	f.filterFor(ctx, func(c faceCaller) {
+		result.ResourceTemplates = keep(result.ResourceTemplates, func(t mcp.ResourceTemplate) bool {
 			var uri string
 			if t.URITemplate != nil {
 				uri = t.URITemplate.Raw()
 			}
 			ref := mcp.CompleteParams{Ref: mcp.ResourceReference{Type: "ref/resource", URI: uri}}
-			if shows(mcpbackend.MethodCompletionComplete, ref) {
-				kept = append(kept, t)
-			}
-		}
-		result.ResourceTemplates = kept
+			return c.showsRead(mcpbackend.MethodCompletionComplete, ref)
+		})
 	})
 }
 
@@ -135,20 +127,24 @@ func (f *mcpFace) visiblePrompts(ctx context.Context, _ any, _ *mcp.ListPromptsR
 	if result == nil {
 		return
 	}
-	f.filterReads(ctx, func(shows func(op string, params any) bool) {
-		kept := result.Prompts[:0:0]
-		for _, p := range result.Prompts {
-			if shows(mcpbackend.MethodPromptsGet, getParams{Name: p.Name}) {
-				kept = append(kept, p)
-			}
-		}
-		result.Prompts = kept
+	f.filterFor(ctx, func(c faceCaller) {
+		result.Prompts = keep(result.Prompts, func(p mcp.Prompt) bool {
+			return c.showsRead(mcpbackend.MethodPromptsGet, getParams{Name: p.Name})
+		})
 	})
 }
 
-// filterReads calls filter with the caller's view of the read methods — whether it would
-// see the call of op with params — unless nothing is hidden (no policy section, no bridge).
-func (f *mcpFace) filterReads(ctx context.Context, filter func(shows func(op string, params any) bool)) {
+// faceCaller is the caller of a face request as the list filters see it.
+type faceCaller struct {
+	v         *visibility
+	principal gateway.Principal
+	zone      gateway.TrustZone
+	namespace string // the bridge's method namespace
+}
+
+// filterFor calls filter with the caller of ctx, unless nothing is hidden (no policy
+// section, no bridge).
+func (f *mcpFace) filterFor(ctx context.Context, filter func(c faceCaller)) {
 	target := f.target()
 	rt := f.s.acquire()
 	defer rt.release()
@@ -157,12 +153,30 @@ func (f *mcpFace) filterReads(ctx context.Context, filter func(shows func(op str
 		return
 	}
 	principal, _ := ctx.Value(principalKey{}).(gateway.Principal)
-	zone := callerZone(ctx)
-	filter(func(op string, params any) bool {
-		raw, err := json.Marshal(params)
-		if err != nil {
-			return false
+	filter(faceCaller{v: v, principal: principal, zone: callerZone(ctx), namespace: target.Namespace()})
+}
+
+// showsTool reports whether the caller would see a call of the bridged tool.
+func (c faceCaller) showsTool(tool string) bool {
+	return c.v.shows(c.principal, c.zone, gateway.ProtocolMCP, c.namespace+tool, "")
+}
+
+// showsRead reports whether the caller would see the read method op called with params.
+func (c faceCaller) showsRead(op string, params any) bool {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return false
+	}
+	return c.v.showsCall(c.principal, c.zone, gateway.ProtocolMCP, &gateway.Call{Method: c.namespace + op, Params: raw})
+}
+
+// keep returns the items shows keeps, in order, in a new slice.
+func keep[T any](items []T, shows func(T) bool) []T {
+	kept := make([]T, 0, len(items))
+	for _, it := range items {
+		if shows(it) {
+			kept = append(kept, it)
 		}
-		return v.showsCall(principal, zone, gateway.ProtocolMCP, &gateway.Call{Method: target.Namespace() + op, Params: raw})
-	})
+	}
+	return kept
 }

@@ -134,20 +134,7 @@ func (f *mcpFace) visibleTools(ctx context.Context, _ any, _ *mcp.ListToolsReque
 	if result == nil {
 		return
 	}
-	target := f.target()
-	rt := f.s.acquire()
-	defer rt.release()
-	v := newVisibility(rt.cfg, rt.table)
-	if !v.filters() || target == nil {
-		return
-	}
-	principal, _ := ctx.Value(principalKey{}).(gateway.Principal)
-	zone := callerZone(ctx)
-	kept := make([]mcp.Tool, 0, len(result.Tools))
-	for _, t := range result.Tools {
-		if v.shows(principal, zone, gateway.ProtocolMCP, target.Namespace()+t.Name, "") {
-			kept = append(kept, t)
-		}
-	}
-	result.Tools = kept
+	f.filterFor(ctx, func(c faceCaller) {
+		result.Tools = keep(result.Tools, func(t mcp.Tool) bool { return c.showsTool(t.Name) })
+	})
 }
