@@ -80,7 +80,7 @@ func TestMCPFaceReadCarriesHopToken(t *testing.T) {
 	if err := os.WriteFile(urlFile, []byte(ts.base+jwksPath), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return len(ts.mcp.target().Catalog().Resources) > 0 })
+	waitFor(t, func() bool { return len(ts.mcp.srv.ListResources()) > 0 })
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	read := mcp.ReadResourceRequest{}
@@ -114,7 +114,7 @@ func TestMCPFaceReadTraced(t *testing.T) {
 	yaml := faceConfig("127.0.0.1:0", demoUpstream(t, mcpdemo.Options{}), "session_key: "+testSessionKey) +
 		"tracing: {export_interval: 10ms}\n"
 	ts, exp := startTraced(t, yaml)
-	waitForTools(t, ts)
+	waitForCatalog(t, ts)
 	c := streamableClient(t, ts.base+"/mcp")
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()

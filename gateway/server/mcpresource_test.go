@@ -38,8 +38,17 @@ func readsGateway(t *testing.T, policy bool) *testServer {
 			fmt.Sprintf(readsPolicy, apiKeyHash("alice-key"), apiKeyHash("bob-key"), apiKeyHash("root-key")), 1)
 	}
 	ts := startWith(t, yaml, Options{})
-	waitFor(t, func() bool { return len(ts.mcp.srv.ListTools()) > 0 && len(ts.mcp.target().Catalog().Prompts) > 0 })
+	waitForCatalog(t, ts)
 	return ts
+}
+
+// waitForCatalog waits until the face has published the upstream's tools, resources and
+// prompts (it sets them one kind after the other).
+func waitForCatalog(t *testing.T, ts *testServer) {
+	t.Helper()
+	waitFor(t, func() bool {
+		return len(ts.mcp.srv.ListTools()) > 0 && len(ts.mcp.srv.ListResources()) > 0 && len(ts.mcp.srv.ListPrompts()) > 0
+	})
 }
 
 // mcpSession opens a session on the face as the caller of key ("" for none) and returns a
