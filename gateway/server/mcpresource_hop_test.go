@@ -48,24 +48,7 @@ policy:
 // faceClientAs is an initialized streamable HTTP client of the face sending bearer.
 func faceClientAs(t *testing.T, url, bearer string) *client.Client {
 	t.Helper()
-	c, err := client.NewStreamableHttpClient(url, transport.WithHTTPBasicClient(httpClient(t)),
-		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + bearer}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = "2025-06-18"
-	init.Params.ClientInfo = mcp.Implementation{Name: "hop-read-test", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return streamableClient(t, url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + bearer}))
 }
 
 // TestMCPFaceReadCarriesHopToken: a resources/read on the face reaches an HTTP upstream

@@ -153,11 +153,12 @@ func initializeRaw(t *testing.T, hc *http.Client, url string) string {
 	return sid
 }
 
-// streamableClient connects an mcp-go client to url over streamable HTTP and initializes.
-func streamableClient(t *testing.T, url string) *client.Client {
+// streamableClient connects an mcp-go client to url over streamable HTTP, with extra
+// transport options, and initializes.
+func streamableClient(t *testing.T, url string, opts ...transport.StreamableHTTPCOption) *client.Client {
 	t.Helper()
-	c, err := client.NewStreamableHttpClient(url, transport.WithHTTPBasicClient(httpClient(t)),
-		transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
+	c, err := client.NewStreamableHttpClient(url, append([]transport.StreamableHTTPCOption{
+		transport.WithHTTPBasicClient(httpClient(t)), transport.WithHTTPLogger(slog.New(slog.DiscardHandler))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

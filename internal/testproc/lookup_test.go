@@ -47,7 +47,7 @@ func TestLookup(t *testing.T) {
 	const env = "TESTPROC_TEST_BIN"
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Skip("no sh on PATH")
+		t.Fatalf("no sh on PATH: the test runs a shell script as the tool: %v", err)
 	}
 	// A repository tool: a path with a slash, not on PATH.
 	repoTool := filepath.Join(t.TempDir(), "tool")

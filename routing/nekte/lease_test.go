@@ -150,3 +150,32 @@ func TestLeaseLapsedRunnerIsSuspended(t *testing.T) {
 		t.Fatalf("status %s, want completed", st)
 	}
 }
+
+// TestLeaseConfig: tasks.lease is bounded at both edges — at least 4 × poll_interval, so a
+// runner renews several times per lease, and at most MaxLease.
+func TestLeaseConfig(t *testing.T) {
+	const poll = 100 * time.Millisecond
+	tests := []struct {
+		name  string
+		lease time.Duration
+		want  string
+	}{
+		{"default", 0, ""},
+		{"4 × poll_interval", 4 * poll, ""},
+		{"below 4 × poll_interval", 4*poll - time.Millisecond, "tasks.lease (399ms) must be between 4 × tasks.poll_interval (400ms) and 10m0s"},
+		{"maximum", rn.MaxLease, ""},
+		{"above the maximum", rn.MaxLease + time.Millisecond, "tasks.lease (10m0.001s) must be between"},
+		{"negative", -time.Second, "tasks.lease must not be negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := rn.Config{Tasks: rn.TasksConfig{PollInterval: poll, Lease: tt.lease}}.Validate()
+			if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+				t.Fatalf("Validate: %v, want %q", err, tt.want)
+			}
+		})
+	}
+	if d := (rn.Config{}).WithDefaults().Tasks.Lease; d != rn.DefaultLease {
+		t.Fatalf("default lease %v", d)
+	}
+}
