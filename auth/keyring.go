@@ -20,7 +20,7 @@ import (
 
 	"github.com/MicahParks/jwkset"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/state"
+	"github.com/gatehouse-dev/gatehouse/state"
 )
 
 // KeyRingOptions are what a KeyRing needs besides its configuration.

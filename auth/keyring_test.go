@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/auth"
-	"github.com/gatehouse-dev/gatehouse/gateway/state"
+	"github.com/gatehouse-dev/gatehouse/state"
 )
 
 // kidOf returns the kid of a token's header.

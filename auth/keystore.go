@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/state"
+	"github.com/gatehouse-dev/gatehouse/state"
 )
 
 // KeyStore keeps a key ring's generated keys, encoded, where the ring finds them after a

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/state"
+	"github.com/gatehouse-dev/gatehouse/state"
 )
 
 // busTimeout bounds one announcement on the store's bus.

@@ -4,5 +4,5 @@
 //
 // The package imports only schemas and codecs. Third-party types (gin, gRPC, OTel, mcp-go,
 // gobreaker) never appear here; they stay inside the package that uses them. The server that
-// composes everything lives below, in gateway/server.
+// composes everything lives below, in server.
 package gateway

@@ -3,7 +3,7 @@
 // every hop applies), rate limits (token buckets over the state store), idempotency (one
 // run per key, replayed), admission control (a global adaptive concurrency limit and
 // per-backend queues with backpressure), a single safe retry with a budget, and circuit
-// breakers. Each stage owns its config struct beside its constructor; gateway/server wires
+// breakers. Each stage owns its config struct beside its constructor; server wires
 // them into the pipeline in the order chain.go documents. docs/resilience.md is the
 // operator's guide.
 package resilience

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
-	"github.com/gatehouse-dev/gatehouse/gateway/state"
 	"github.com/gatehouse-dev/gatehouse/schemas"
+	"github.com/gatehouse-dev/gatehouse/state"
 )
 
 // IdempotencyKeyMember is the params member that carries a call's idempotency key.

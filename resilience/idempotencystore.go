@@ -10,7 +10,7 @@ import (
 
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/state"
+	"github.com/gatehouse-dev/gatehouse/state"
 )
 
 // recordState is where the call an idempotency record stands for is.

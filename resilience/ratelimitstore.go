@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/state"
+	"github.com/gatehouse-dev/gatehouse/state"
 )
 
 // Bucket is the shape of a token bucket: it holds at most Burst tokens and gains one every

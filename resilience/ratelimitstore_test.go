@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/state"
 	"github.com/gatehouse-dev/gatehouse/internal/redistest"
 	"github.com/gatehouse-dev/gatehouse/resilience"
+	"github.com/gatehouse-dev/gatehouse/state"
 )
 
 // casOnly hides every optional interface of a KV, CellRater included, so KVBuckets falls

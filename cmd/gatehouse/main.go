@@ -22,10 +22,10 @@ import (
 	"runtime/debug"
 	"syscall"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/server"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/routing/calculator"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpdemo"
+	"github.com/gatehouse-dev/gatehouse/server"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".

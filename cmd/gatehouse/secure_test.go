@@ -23,9 +23,9 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/server"
 	"github.com/gatehouse-dev/gatehouse/routing/calculator"
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
+	"github.com/gatehouse-dev/gatehouse/server"
 )
 
 // secureExample is the example configuration under test, relative to this package.

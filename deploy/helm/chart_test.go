@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/server"
+	"github.com/gatehouse-dev/gatehouse/server"
 )
 
 // rendered is one render of the chart, with its Deployment's parts and the configuration

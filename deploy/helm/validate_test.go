@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/config"
-	"github.com/gatehouse-dev/gatehouse/gateway/server"
 	"github.com/gatehouse-dev/gatehouse/schemas"
+	"github.com/gatehouse-dev/gatehouse/server"
+	"github.com/gatehouse-dev/gatehouse/server/config"
 )
 
 const (

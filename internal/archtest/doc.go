@@ -1,4 +1,4 @@
-// Package archtest holds the test that keeps Gatehouse's import graph in the shape
-// DESIGN.md draws: schemas ← codecs ← gateway (core) ← {auth, routing, resilience,
-// observability} ← gateway/server ← cmd.
+// Package archtest holds the tests that keep Gatehouse's import graph in the shape DESIGN.md
+// draws: schemas ← codecs ← gateway (core) ← state ← {auth, resilience, routing,
+// observability} ← faces ← faces/* ← server ← cmd, with no face importing another.
 package archtest

@@ -126,30 +126,30 @@ type ratioDef struct {
 
 var defs = []ratioDef{
 	{"Gateway JSON-RPC calls/s ÷ minimal net/http JSON handler calls/s (subtract, HTTP/1.1, loopback)",
-		"gateway/server.BenchmarkEndToEnd/gateway", "gateway/server.BenchmarkEndToEnd/nethttp", true,
+		"server.BenchmarkEndToEnd/gateway", "server.BenchmarkEndToEnd/nethttp", true,
 		"1.0 is the ceiling: the same JSON work with no strictness, limits, pipeline or routing"},
 	{"Gateway JSON-RPC→gRPC calls/s ÷ direct grpc-go client calls/s (calculator Subtract, same backend)",
-		"gateway/server.BenchmarkGRPCEndToEnd/gateway", "gateway/server.BenchmarkGRPCEndToEnd/direct", true,
+		"server.BenchmarkGRPCEndToEnd/gateway", "server.BenchmarkGRPCEndToEnd/direct", true,
 		"the cost of the JSON-RPC front plus transcoding relative to a native gRPC client"},
 	{"JSON-RPC→gRPC calls/s with JWT authentication (RS256 caller, verified-token cache) and a minted EdDSA hop token ÷ anonymous caller, same policy",
-		"gateway/server.BenchmarkAuthEndToEnd/jwt", "gateway/server.BenchmarkAuthEndToEnd/anonymous", true,
+		"server.BenchmarkAuthEndToEnd/jwt", "server.BenchmarkAuthEndToEnd/anonymous", true,
 		"the price of zero-trust auth per call for a client reusing its token: narrowing its scopes and signing the downstream token"},
 	{"… the same with every call's RS256 signature verified (cache disabled) ÷ anonymous caller",
-		"gateway/server.BenchmarkAuthEndToEnd/jwt_nocache", "gateway/server.BenchmarkAuthEndToEnd/anonymous", true,
+		"server.BenchmarkAuthEndToEnd/jwt_nocache", "server.BenchmarkAuthEndToEnd/anonymous", true,
 		"a client presenting a fresh token every call"},
 	{"JSON-RPC→gRPC calls/s with tracing (every call sampled, exported over OTLP/gRPC to a collector on loopback) and metrics on ÷ both off",
-		"gateway/server.BenchmarkTracing/on", "gateway/server.BenchmarkTracing/off", true,
+		"server.BenchmarkTracing/on", "server.BenchmarkTracing/off", true,
 		"the price of an ingress and a client span per call, the traceparent on the hop, the batched export and the Prometheus counters and histograms; target ≥ 0.85"},
 	{"Three replicas sharing one Redis (round-robin client) calls/s ÷ one replica on the embedded store (subtract with a rate limit and a fresh idempotency key per call)",
-		"gateway/server.BenchmarkReplicas/redis_3", "gateway/server.BenchmarkReplicas/embedded_1", true,
+		"server.BenchmarkReplicas/redis_3", "server.BenchmarkReplicas/embedded_1", true,
 		"the price of shared state: 3 Redis round trips per call (one rate-limit script, the idempotency lock, the record); the replicas share one machine's CPUs here, so this is not the capacity gained by adding machines"},
 	{"MCP tools/call through the gateway (JSON-RPC over HTTP → stdio child) calls/s ÷ direct mcp-go client calls/s, 1 caller",
-		"gateway/server.BenchmarkMCPToolCall/gateway/c1", "gateway/server.BenchmarkMCPToolCall/direct/c1", true,
+		"server.BenchmarkMCPToolCall/gateway/c1", "server.BenchmarkMCPToolCall/direct/c1", true,
 		"the whole gateway path (HTTP, pipeline, bridge) relative to a client speaking MCP to the child itself"},
 	{"MCP tools/call through the gateway (JSON-RPC over HTTP → stdio child) calls/s ÷ direct mcp-go client calls/s, 32 callers",
-		"gateway/server.BenchmarkMCPToolCall/gateway/c32", "gateway/server.BenchmarkMCPToolCall/direct/c32", true, ""},
+		"server.BenchmarkMCPToolCall/gateway/c32", "server.BenchmarkMCPToolCall/direct/c32", true, ""},
 	{"MCP tools/call through the gateway calls/s at 32 callers ÷ at 1 caller (pipelining on one upstream session)",
-		"gateway/server.BenchmarkMCPToolCall/gateway/c32", "gateway/server.BenchmarkMCPToolCall/gateway/c1", true,
+		"server.BenchmarkMCPToolCall/gateway/c32", "server.BenchmarkMCPToolCall/gateway/c1", true,
 		"above 1.0: one upstream session carries concurrent calls"},
 	{"MCP bridge tools/call calls/s ÷ direct mcp-go client calls/s, 1 caller (stdio child, no HTTP front)",
 		"routing/mcpbackend.BenchmarkToolCall/bridge/c1", "routing/mcpbackend.BenchmarkToolCall/direct/c1", true, ""},
@@ -166,18 +166,18 @@ var defs = []ratioDef{
 	{"JSON → MessagePack (response-sized) ÷ json.Unmarshal-to-any + msgpack.Marshal, time",
 		"codecs/msgpack.BenchmarkFromJSON/response/gatehouse", "codecs/msgpack.BenchmarkFromJSON/response/baseline", false, ""},
 	{"Gateway MessagePack calls/s ÷ JSON calls/s (subtract, HTTP/1.1, loopback)",
-		"gateway/server.BenchmarkMsgpackEndToEnd/msgpack", "gateway/server.BenchmarkMsgpackEndToEnd/json", true,
+		"server.BenchmarkMsgpackEndToEnd/msgpack", "server.BenchmarkMsgpackEndToEnd/json", true,
 		"the cost of transcoding at the face; 1.0: MessagePack costs nothing over JSON"},
 	{"NEKTE invoke calls/s ÷ direct JSON-RPC calls/s (demo subtract, invoked with its hash; HTTP/1.1, loopback)",
-		"gateway/server.BenchmarkNekte/invoke", "gateway/server.BenchmarkNekte/subtract", true,
+		"server.BenchmarkNekte/invoke", "server.BenchmarkNekte/subtract", true,
 		"the capability layer: lookup, hash check, input schema, levels and cl100k count, then the same call through the pipeline"},
 	{"NEKTE discover L0 calls/s ÷ JSON-RPC subtract calls/s (the demo catalog; HTTP/1.1, loopback)",
-		"gateway/server.BenchmarkNekte/discover_l0", "gateway/server.BenchmarkNekte/subtract", true, ""},
+		"server.BenchmarkNekte/discover_l0", "server.BenchmarkNekte/subtract", true, ""},
 	{"cl100k token count (4 KiB JSON) ÷ tiktoken-go encode, time",
 		"codecs/nekte.BenchmarkTokens/4KiB", "codecs/nekte.BenchmarkTiktokenGo", false,
 		"the same tokens (tested token for token); below 1.0: cheaper per invoke"},
 	{"Batch of 10 ÷ 10 single calls (time for 10 calls)",
-		"gateway/server.BenchmarkBatch/batch10", "gateway/server.BenchmarkBatch/single10", false,
+		"server.BenchmarkBatch/batch10", "server.BenchmarkBatch/single10", false,
 		"below 1.0: batching saves round trips"},
 	{"Strict envelope decode ÷ encoding/json Unmarshal (single request), time",
 		"codecs/jsonrpc.BenchmarkDecode/single", "codecs/jsonrpc.BenchmarkStdlibDecode/single", false,
@@ -211,7 +211,7 @@ var transcodeDefs = func() []ratioDef {
 
 // overloadBench is the benchmark that reports the overload figures: a backend of fixed
 // service time and concurrency behind the admission stage sized to it.
-const overloadBench = "gateway/server.BenchmarkOverload"
+const overloadBench = "server.BenchmarkOverload"
 
 // metricDefs are figures a benchmark computes as ratios itself and reports with
 // b.ReportMetric (the report takes their median over the rounds), beside tokenRatios.
@@ -223,7 +223,7 @@ var metricDefs = []metricRatio{
 		"aim ≤ 3: admitted calls do not queue without bound"},
 	{"Overload: p99 latency of a shed call (5002) at 3× ÷ the backend's service time", overloadBench, "reject-p99/service",
 		"near 0: refusals are answered at once (aim: under 1 ms)"},
-	{"Scale-out: Redis round trips per call (three replicas; rate limit + idempotency key)", "gateway/server.BenchmarkReplicas/redis_3", "redis-round-trips/call",
+	{"Scale-out: Redis round trips per call (three replicas; rate limit + idempotency key)", "server.BenchmarkReplicas/redis_3", "redis-round-trips/call",
 		"every state operation is one command or one Lua script: one rate-limit decision, the idempotency lock, the record"},
 }
 

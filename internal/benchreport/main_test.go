@@ -9,7 +9,7 @@ import (
 
 const sample = `goos: linux
 goarch: amd64
-pkg: github.com/gatehouse-dev/gatehouse/gateway/server
+pkg: github.com/gatehouse-dev/gatehouse/server
 cpu: Test CPU
 BenchmarkEndToEnd/gateway-2   	   10000	     20000 ns/op	   3000 B/op	      30 allocs/op
 BenchmarkEndToEnd/gateway-2   	   10000	     22000 ns/op	   3000 B/op	      30 allocs/op
@@ -80,7 +80,7 @@ func TestParseRejectsEmpty(t *testing.T) {
 // TestOverloadRows: the overload figures are read from the metrics the benchmark reports,
 // their median over the rounds.
 func TestOverloadRows(t *testing.T) {
-	res, err := parse(strings.NewReader(`pkg: github.com/gatehouse-dev/gatehouse/gateway/server
+	res, err := parse(strings.NewReader(`pkg: github.com/gatehouse-dev/gatehouse/server
 BenchmarkOverload-2   	       1	         0.97 goodput-1.5x/peak	         0.93 goodput-3x/peak	         2.1 p99-3x/p99-half	       0.031 reject-p99/service	  56326784 B/op	  683766 allocs/op
 BenchmarkOverload-2   	       1	         0.99 goodput-1.5x/peak	         0.91 goodput-3x/peak	         1.9 p99-3x/p99-half	       0.020 reject-p99/service	  56326784 B/op	  683766 allocs/op
 BenchmarkOverload-2   	       1	         0.95 goodput-1.5x/peak	         0.95 goodput-3x/peak	         2.5 p99-3x/p99-half	       0.500 reject-p99/service	  56326784 B/op	  683766 allocs/op

@@ -17,8 +17,8 @@ import (
 
 	"github.com/goccy/go-yaml"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/server"
 	"github.com/gatehouse-dev/gatehouse/internal/promql"
+	"github.com/gatehouse-dev/gatehouse/server"
 )
 
 // root is the repository root; deploy is the directory the tests read.

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	nk "github.com/gatehouse-dev/gatehouse/codecs/nekte"
-	"github.com/gatehouse-dev/gatehouse/gateway/state"
+	"github.com/gatehouse-dev/gatehouse/state"
 )
 
 // BenchmarkProgressWrite measures the hot path of a running task: one progress report

@@ -9,10 +9,10 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/codecs/nekte"
 	"github.com/gatehouse-dev/gatehouse/gateway"
-	"github.com/gatehouse-dev/gatehouse/gateway/state"
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
 	rn "github.com/gatehouse-dev/gatehouse/routing/nekte"
 	"github.com/gatehouse-dev/gatehouse/schemas"
+	"github.com/gatehouse-dev/gatehouse/state"
 )
 
 func TestMaxTasksPerOwner(t *testing.T) {

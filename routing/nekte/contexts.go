@@ -10,8 +10,8 @@ import (
 
 	nk "github.com/gatehouse-dev/gatehouse/codecs/nekte"
 	"github.com/gatehouse-dev/gatehouse/gateway"
-	"github.com/gatehouse-dev/gatehouse/gateway/state"
 	"github.com/gatehouse-dev/gatehouse/schemas"
+	"github.com/gatehouse-dev/gatehouse/state"
 )
 
 // Key prefixes of context envelopes.
@@ -29,7 +29,7 @@ type storedEnvelope struct {
 }
 
 // envelopes is the state of context envelopes: shared per owner by nekte.context, and
-// resolved for the tasks that carry them. contextStore implements it on gateway/state's
+// resolved for the tasks that carry them. contextStore implements it on state's
 // KV (so the embedded store and Redis serve it alike) and, for persist: false, on a
 // store local to the process.
 type envelopes interface {

@@ -6,7 +6,7 @@
 // # Tasks
 //
 // nekte.delegate registers a task (one JSON record per task in the shared state store,
-// gateway/state) and runs its capability on the capability.Invoker in a goroutine owned by
+// state) and runs its capability on the capability.Invoker in a goroutine owned by
 // the Service, not by the request: a caller that goes away does not cancel the task, and
 // may re-attach with nekte.task.stream. The record moves through the NEKTE state machine
 //

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/nekte"
-	"github.com/gatehouse-dev/gatehouse/gateway/state"
 	rn "github.com/gatehouse-dev/gatehouse/routing/nekte"
+	"github.com/gatehouse-dev/gatehouse/state"
 )
 
 // cutKV is a replica's view of the shared store that can be cut off, as when the replica

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/nekte"
-	"github.com/gatehouse-dev/gatehouse/gateway/state"
 	rn "github.com/gatehouse-dev/gatehouse/routing/nekte"
 	"github.com/gatehouse-dev/gatehouse/schemas"
+	"github.com/gatehouse-dev/gatehouse/state"
 )
 
 // recordingKV is a shared store that remembers every value written under every key, so a

@@ -10,8 +10,8 @@ import (
 
 	nk "github.com/gatehouse-dev/gatehouse/codecs/nekte"
 	"github.com/gatehouse-dev/gatehouse/gateway"
-	"github.com/gatehouse-dev/gatehouse/gateway/state"
 	"github.com/gatehouse-dev/gatehouse/schemas"
+	"github.com/gatehouse-dev/gatehouse/state"
 )
 
 // Key prefixes of the records this package keeps in the state store.
@@ -26,7 +26,7 @@ const casAttempts = 32
 
 // taskRecords is the state of the task registry: one record per task, changed only by
 // compare-and-swap (apply), and per owner the unfinished tasks that bound its quota.
-// taskStore implements it on gateway/state's KV, so the embedded store and Redis serve it
+// taskStore implements it on state's KV, so the embedded store and Redis serve it
 // alike.
 type taskRecords interface {
 	create(ctx context.Context, r *record) error

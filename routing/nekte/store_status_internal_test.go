@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	nk "github.com/gatehouse-dev/gatehouse/codecs/nekte"
-	"github.com/gatehouse-dev/gatehouse/gateway/state"
+	"github.com/gatehouse-dev/gatehouse/state"
 )
 
 // TestStoreTellsStatusChanges checks Options.OnTaskStatus hears each change the store

@@ -1,0 +1,418 @@
+package server
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/auth"
+	"github.com/gatehouse-dev/gatehouse/auth/policy"
+	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
+	"github.com/gatehouse-dev/gatehouse/configs"
+	"github.com/gatehouse-dev/gatehouse/observability"
+	"github.com/gatehouse-dev/gatehouse/resilience"
+	"github.com/gatehouse-dev/gatehouse/routing"
+	"github.com/gatehouse-dev/gatehouse/schemas"
+	"github.com/gatehouse-dev/gatehouse/server/config"
+	"github.com/gatehouse-dev/gatehouse/state"
+)
+
+// Config is the whole configuration file. Each section is the config struct of the module
+// that owns it; sections the server owns (listeners, the JSON-RPC boundary) are defined here.
+type Config struct {
+	Server    ServerConfig              `yaml:"server" json:"server"`
+	JSONRPC   JSONRPCConfig             `yaml:"jsonrpc" json:"jsonrpc"`
+	Batch     BatchConfig               `yaml:"batch" json:"batch"`
+	WebSocket *WebSocketConfig          `yaml:"websocket" json:"websocket,omitempty"`
+	MCPFace   *MCPFaceConfig            `yaml:"mcp_face" json:"mcp_face,omitempty"`
+	Nekte     *NekteConfig              `yaml:"nekte" json:"nekte,omitempty"`
+	Deadline  resilience.DeadlineConfig `yaml:"deadline" json:"deadline"`
+	Auth      auth.Config               `yaml:"auth" json:"auth"`
+	Routing   routing.Config            `yaml:"routing" json:"routing"`
+	Log       observability.LogConfig   `yaml:"log" json:"log"`
+	// Metrics turns the Prometheus metrics on or off (on by default); read at start.
+	Metrics observability.MetricsConfig `yaml:"metrics" json:"metrics,omitzero"`
+	State   state.Config                `yaml:"state" json:"state"`
+	// SSE bounds the event streams of the boundary's JSON-RPC face (stream.go); it always
+	// applies, with defaults when absent.
+	SSE SSEConfig `yaml:"sse" json:"sse"`
+	// Policy is the authorization policy (auth/policy); absent, the policy stage is not in
+	// the chain.
+	Policy *policy.Config `yaml:"policy" json:"policy,omitempty"`
+	// Approvals governs calls the policy holds for a human's approval (approval.go); it
+	// takes effect whenever Policy is set, with defaults when absent.
+	Approvals ApprovalsConfig `yaml:"approvals" json:"approvals,omitzero"`
+	// RateLimits are token buckets per caller, method pattern and tier
+	// (resilience/ratelimit.go); absent, the rate-limit stage is not in the chain.
+	RateLimits *resilience.RateLimitConfig `yaml:"rate_limits" json:"rate_limits,omitempty"`
+	// Idempotency honours params.idempotency_key (resilience/idempotency.go); absent, the
+	// idempotency stage is not in the chain.
+	Idempotency *resilience.IdempotencyConfig `yaml:"idempotency" json:"idempotency,omitempty"`
+	// Breakers are the backends' circuit breakers (resilience/breaker.go); absent, the
+	// breaker stage is not in the chain.
+	Breakers *resilience.BreakersConfig `yaml:"breakers" json:"breakers,omitempty"`
+	// Retries governs the one retry of a call that never reached its backend
+	// (resilience/retry.go); absent, the retry stage is not in the chain.
+	Retries *resilience.RetryConfig `yaml:"retries" json:"retries,omitempty"`
+	// Admission is admission control and backpressure: the global adaptive concurrency
+	// limit and each target's concurrency limit and queue (resilience/admission.go);
+	// absent, the admission stage is not in the chain.
+	Admission *resilience.AdmissionConfig `yaml:"admission" json:"admission,omitempty"`
+	// Tracing exports OpenTelemetry spans of every call over OTLP (observability/tracing.go,
+	// server/tracing.go); absent, nothing is traced. A reload that changes it
+	// rebuilds the tracer provider.
+	Tracing *observability.TracingConfig `yaml:"tracing" json:"tracing,omitempty"`
+
+	// file is where the configuration was read from ("" for the embedded default).
+	file string
+	// policy is Policy compiled by validate, so a reload builds it once, beside the old one.
+	policy *policy.Engine
+	// breakers are the breakers the breaker stage of this configuration's runtime made
+	// (breakers.go), for the readiness detail; nil without a breakers section.
+	breakers *resilience.Breakers
+	// admission is the admission control the admission stage of this configuration's runtime
+	// made (admission.go), for the metrics; nil without an admission section.
+	admission *resilience.AdmissionControl
+}
+
+// ServerConfig is the server section: listeners and process lifecycle. Listener settings
+// are read at start; a reload that changes them is logged and takes effect on restart.
+type ServerConfig struct {
+	Boundary BoundaryConfig `yaml:"boundary" json:"boundary"`
+	Admin    AdminConfig    `yaml:"admin" json:"admin"`
+	// Internal is the internal gRPC listener; absent, it is not served.
+	Internal *InternalConfig `yaml:"internal" json:"internal,omitempty"`
+	// DemoGRPC starts the built-in calculator.v1 gRPC backend (routing/calculator) on
+	// this listener, for the tour and tests; absent, it is not started.
+	DemoGRPC *AdminConfig `yaml:"demo_grpc" json:"demo_grpc,omitempty"`
+	// ShutdownGrace bounds how long in-flight calls may take to finish after SIGTERM.
+	ShutdownGrace time.Duration `yaml:"shutdown_grace" json:"shutdown_grace,omitempty"`
+	// WatchConfig reloads the configuration when its file changes (default true).
+	WatchConfig *bool `yaml:"watch_config" json:"watch_config,omitempty"`
+}
+
+// BoundaryConfig is the external JSON-RPC listener.
+type BoundaryConfig struct {
+	Addr              string        `yaml:"addr" json:"addr,omitempty"`
+	MaxConnections    int           `yaml:"max_connections" json:"max_connections,omitempty"`
+	MaxHeaderBytes    int           `yaml:"max_header_bytes" json:"max_header_bytes,omitempty"`
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout" json:"read_header_timeout,omitempty"`
+	ReadTimeout       time.Duration `yaml:"read_timeout" json:"read_timeout,omitempty"`
+	// WriteTimeout is how long writing a response may take once the call's deadline passed.
+	WriteTimeout time.Duration `yaml:"write_timeout" json:"write_timeout,omitempty"`
+	IdleTimeout  time.Duration `yaml:"idle_timeout" json:"idle_timeout,omitempty"`
+}
+
+// AdminConfig is the operator listener: /healthz, /readyz, /metrics and the admin JSON-RPC
+// methods at POST /rpc (admin.approvals.*).
+type AdminConfig struct {
+	Addr string `yaml:"addr" json:"addr,omitempty"`
+}
+
+// JSONRPCConfig bounds what the JSON-RPC decoder accepts, on every face.
+type JSONRPCConfig struct {
+	MaxBodyBytes   int64 `yaml:"max_body_bytes" json:"max_body_bytes,omitempty"`
+	MaxDepth       int   `yaml:"max_depth" json:"max_depth,omitempty"`
+	MaxStringBytes int   `yaml:"max_string_bytes" json:"max_string_bytes,omitempty"`
+	// MaxCollectedBytes bounds a streamed result gathered into one array (batch members,
+	// HTTP callers that do not accept text/event-stream).
+	MaxCollectedBytes int64 `yaml:"max_collected_bytes" json:"max_collected_bytes,omitempty"`
+}
+
+// BatchConfig governs JSON-RPC batches.
+type BatchConfig struct {
+	// MaxSize is the most members a batch may have, for callers of a tier not in Tiers.
+	MaxSize int `yaml:"max_size" json:"max_size,omitempty"`
+	// Tiers overrides MaxSize per client tier.
+	Tiers map[string]int `yaml:"tiers" json:"tiers,omitempty"`
+	// Concurrency bounds how many members of one batch run at once.
+	Concurrency int `yaml:"concurrency" json:"concurrency,omitempty"`
+}
+
+// WebSocketConfig enables JSON-RPC over WebSocket at GET /ws.
+type WebSocketConfig struct {
+	// MaxInFlight bounds the requests one connection may have running; past it a request is
+	// answered at once with OVERLOADED.
+	MaxInFlight int `yaml:"max_in_flight" json:"max_in_flight,omitempty"`
+	// MaxMessageBytes bounds one message (default: jsonrpc.max_body_bytes).
+	MaxMessageBytes int64 `yaml:"max_message_bytes" json:"max_message_bytes,omitempty"`
+	// PingInterval is how often the server pings; a peer silent for PingInterval+PongTimeout
+	// is disconnected.
+	PingInterval time.Duration `yaml:"ping_interval" json:"ping_interval,omitempty"`
+	PongTimeout  time.Duration `yaml:"pong_timeout" json:"pong_timeout,omitempty"`
+	// WriteTimeout bounds writing one message.
+	WriteTimeout time.Duration `yaml:"write_timeout" json:"write_timeout,omitempty"`
+	// SendQueue is how many responses may wait to be written; a response that finds the
+	// queue full waits for room up to half WriteTimeout, and a consumer whose queue stays
+	// full that long is disconnected as too slow.
+	SendQueue int `yaml:"send_queue" json:"send_queue,omitempty"`
+	// SendQueueBytes bounds the bytes waiting to be written as SendQueue bounds the
+	// messages. One message larger than the bound is still queued when nothing else is.
+	SendQueueBytes int64 `yaml:"send_queue_bytes" json:"send_queue_bytes,omitempty"`
+	// InputQueue bounds the messages a client-streaming call may have waiting ($/stream/send);
+	// past it the call fails with OVERLOADED.
+	InputQueue int `yaml:"input_queue" json:"input_queue,omitempty"`
+	// AllowedOrigins lists the browser origins allowed to connect; "*" allows any. Requests
+	// without an Origin header (non-browser clients) are always allowed.
+	AllowedOrigins []string `yaml:"allowed_origins" json:"allowed_origins,omitempty"`
+}
+
+// SSEConfig bounds each event stream of the JSON-RPC face over HTTP (a streamed result,
+// progress, a stream of named events): what waits to be written is bounded in events and
+// bytes, and a consumer whose queue stays full for half server.boundary.write_timeout (the
+// bound on writing one event) is cut off as too slow, after a final "error" event when it
+// can still be written.
+type SSEConfig struct {
+	// SendQueue is how many events may wait to be written.
+	SendQueue int `yaml:"send_queue" json:"send_queue,omitempty"`
+	// SendQueueBytes bounds their bytes; one event larger than the bound is still queued
+	// when nothing else is.
+	SendQueueBytes int64 `yaml:"send_queue_bytes" json:"send_queue_bytes,omitempty"`
+}
+
+// Defaults for every limit.
+const (
+	DefaultBoundaryAddr      = "127.0.0.1:8080"
+	DefaultAdminAddr         = "127.0.0.1:9901"
+	DefaultShutdownGrace     = 20 * time.Second
+	DefaultMaxConnections    = 10000
+	DefaultMaxHeaderBytes    = 16 << 10
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultWriteTimeout      = 10 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultMaxBodyBytes      = 1 << 20
+	DefaultMaxDepth          = jsonrpc.DefaultMaxDepth
+	DefaultMaxStringBytes    = 256 << 10
+	DefaultMaxCollectedBytes = 4 << 20
+	DefaultBatchMaxSize      = 50
+	DefaultBatchConcurrency  = 16
+	DefaultWSMaxInFlight     = 64
+	DefaultWSPingInterval    = 20 * time.Second
+	DefaultWSPongTimeout     = 10 * time.Second
+	DefaultWSWriteTimeout    = 10 * time.Second
+	DefaultWSSendQueue       = 256
+	DefaultWSInputQueue      = 64
+	DefaultSendQueueBytes    = 1 << 20
+	DefaultSSESendQueue      = 256
+)
+
+// applyDefaults fills every zero limit with its default.
+func (c *Config) applyDefaults() {
+	s := &c.Server
+	setDefault(&s.Boundary.Addr, DefaultBoundaryAddr)
+	setDefault(&s.Admin.Addr, DefaultAdminAddr)
+	if s.Internal != nil {
+		setDefault(&s.Internal.Addr, DefaultInternalAddr)
+		setDefault(&s.Internal.MaxRecvBytes, DefaultGRPCRecvBytes)
+	}
+	setDefault(&s.ShutdownGrace, DefaultShutdownGrace)
+	setDefault(&s.Boundary.MaxConnections, DefaultMaxConnections)
+	setDefault(&s.Boundary.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	setDefault(&s.Boundary.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	setDefault(&s.Boundary.ReadTimeout, DefaultReadTimeout)
+	setDefault(&s.Boundary.WriteTimeout, DefaultWriteTimeout)
+	setDefault(&s.Boundary.IdleTimeout, DefaultIdleTimeout)
+	setDefault(&c.JSONRPC.MaxBodyBytes, DefaultMaxBodyBytes)
+	setDefault(&c.JSONRPC.MaxDepth, DefaultMaxDepth)
+	setDefault(&c.JSONRPC.MaxStringBytes, DefaultMaxStringBytes)
+	setDefault(&c.JSONRPC.MaxCollectedBytes, DefaultMaxCollectedBytes)
+	setDefault(&c.Batch.MaxSize, DefaultBatchMaxSize)
+	setDefault(&c.Batch.Concurrency, DefaultBatchConcurrency)
+	if ws := c.WebSocket; ws != nil {
+		setDefault(&ws.MaxInFlight, DefaultWSMaxInFlight)
+		setDefault(&ws.MaxMessageBytes, c.JSONRPC.MaxBodyBytes)
+		setDefault(&ws.PingInterval, DefaultWSPingInterval)
+		setDefault(&ws.PongTimeout, DefaultWSPongTimeout)
+		setDefault(&ws.WriteTimeout, DefaultWSWriteTimeout)
+		setDefault(&ws.SendQueue, DefaultWSSendQueue)
+		setDefault(&ws.InputQueue, DefaultWSInputQueue)
+		setDefault(&ws.SendQueueBytes, DefaultSendQueueBytes)
+	}
+	setDefault(&c.SSE.SendQueue, DefaultSSESendQueue)
+	setDefault(&c.SSE.SendQueueBytes, DefaultSendQueueBytes)
+	c.Deadline = c.Deadline.WithDefaults()
+	c.Approvals = c.Approvals.withDefaults()
+}
+
+func setDefault[T comparable](p *T, def T) {
+	var zero T
+	if *p == zero {
+		*p = def
+	}
+}
+
+// validate makes the checks the schema cannot: relations between fields and values that
+// must parse.
+func (c *Config) validate(doc *config.Document) config.ErrorList {
+	var errs config.ErrorList
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, doc.Errorf(path, format, args...))
+	}
+	addrs := map[string]string{"server.boundary.addr": c.Server.Boundary.Addr, "server.admin.addr": c.Server.Admin.Addr}
+	if c.Server.Internal != nil {
+		addrs["server.internal.addr"] = c.Server.Internal.Addr
+		if err := validateAdvertise(c.Server.Internal.Advertise); err != nil { // nektepeer.go
+			bad("server.internal.advertise", "%v", err)
+		}
+	}
+	if c.Server.DemoGRPC != nil {
+		addrs["server.demo_grpc.addr"] = c.Server.DemoGRPC.Addr
+	}
+	for path, addr := range addrs {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			bad(path, "not a host:port address")
+		}
+	}
+	if c.Deadline.Default > c.Deadline.Max {
+		bad("deadline.default", "default (%s) is longer than max (%s)", c.Deadline.Default, c.Deadline.Max)
+	}
+	if c.Deadline.MinRemaining >= c.Deadline.Default {
+		bad("deadline.min_remaining", "min_remaining (%s) must be shorter than default (%s)", c.Deadline.MinRemaining, c.Deadline.Default)
+	}
+	if c.Deadline.Reserve > resilience.MaxReserve {
+		bad("deadline.reserve", "reserve (%s) is longer than %s", c.Deadline.Reserve, resilience.MaxReserve)
+	}
+	if c.Deadline.Reserve+c.Deadline.MinRemaining >= c.Deadline.Default {
+		bad("deadline.reserve", "reserve + min_remaining (%s) must be shorter than default (%s)", c.Deadline.Reserve+c.Deadline.MinRemaining, c.Deadline.Default)
+	}
+	if f := c.MCPFace; f != nil && f.SessionKey != "" && len(f.SessionKey) < MinSessionKeyBytes {
+		bad("mcp_face.session_key", "the key is %d bytes long: it must have at least %d (for example the output of `openssl rand -base64 48`)",
+			len(f.SessionKey), MinSessionKeyBytes)
+	}
+	if n := c.Nekte; n != nil {
+		if err := n.validateEndpoint(); err != nil {
+			bad("nekte.endpoint", "%v", err)
+		}
+		for _, p := range nekteProblems(n.service().Validate()) {
+			bad(p.path, "%s", p.msg)
+		}
+	}
+	if err := c.State.Validate(); err != nil {
+		bad("state", "%v", err)
+	}
+	if t := c.Tracing; t != nil {
+		if err := t.Validate(); err != nil {
+			bad("tracing", "%v", err)
+		}
+	}
+	if err := c.Log.Validate(); err != nil {
+		bad("log", "%v", err)
+	}
+	if err := c.Auth.Validate(); err != nil {
+		bad("auth", "%v", err)
+	}
+	for _, p := range c.compilePolicy() {
+		bad(p.Path, "%s", p.Msg)
+	}
+	errs = append(errs, c.Approvals.validate(doc)...)
+	errs = append(errs, c.validateRateLimits(doc)...)
+	errs = append(errs, c.validateIdempotency(doc)...)
+	errs = append(errs, c.validateBreakers(doc)...)
+	errs = append(errs, c.validateRetries(doc)...)
+	if a := c.Admission; a != nil {
+		for _, p := range a.WithDefaults().Validate() {
+			bad("admission."+p.Path, "%s", p.Msg)
+		}
+	}
+	if err := c.Routing.Validate(); err != nil {
+		bad("routing", "%v", err)
+	}
+	return errs
+}
+
+// Load reads, interpolates, validates and decodes the configuration file at path. On
+// failure the error is a config.ErrorList naming file, line and column of every problem.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	cfg, err := Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// Default returns the embedded default configuration.
+func Default() (*Config, error) {
+	cfg, err := Parse("", configs.Default)
+	if err != nil {
+		return nil, fmt.Errorf("embedded default config: %w", err)
+	}
+	return cfg, nil
+}
+
+// Parse decodes a configuration from data; file names it in errors, and relative file paths
+// of the auth section resolve against its directory (against the working directory when
+// file is "", as for the embedded default).
+func Parse(file string, data []byte) (*Config, error) {
+	name := file
+	if name == "" {
+		name = "<embedded>"
+	}
+	doc, err := config.Parse(name, data, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := configSchema()
+	if err != nil {
+		return nil, fmt.Errorf("compiling schemas/config.schema.json: %w", err)
+	}
+	var cfg Config
+	if err := doc.Decode(schema, &cfg); err != nil {
+		return nil, err
+	}
+	if file != "" { // relative paths name files beside the configuration file
+		cfg.Auth = cfg.Auth.WithBaseDir(filepath.Dir(file))
+		if cfg.Nekte != nil && cfg.Nekte.Receipts.KeyFile != "" && !filepath.IsAbs(cfg.Nekte.Receipts.KeyFile) {
+			cfg.Nekte.Receipts.KeyFile = filepath.Join(filepath.Dir(file), cfg.Nekte.Receipts.KeyFile)
+		}
+	}
+	cfg.applyDefaults()
+	if errs := cfg.validate(doc); len(errs) > 0 {
+		return nil, errs
+	}
+	cfg.file = file
+	return &cfg, nil
+}
+
+// WatchEnabled reports whether the configuration file should be watched for changes.
+func (c *Config) WatchEnabled() bool { return c.Server.WatchConfig == nil || *c.Server.WatchConfig }
+
+// ListenOverrides are listener addresses given on the command line; they win over the file,
+// on start and on every reload.
+type ListenOverrides struct {
+	BoundaryAddr string
+	AdminAddr    string
+	// InternalAddr also turns the internal listener on when the file leaves it out.
+	InternalAddr string
+}
+
+// Apply writes the overrides into cfg.
+func (o ListenOverrides) Apply(cfg *Config) {
+	if o.BoundaryAddr != "" {
+		cfg.Server.Boundary.Addr = o.BoundaryAddr
+	}
+	if o.AdminAddr != "" {
+		cfg.Server.Admin.Addr = o.AdminAddr
+	}
+	if o.InternalAddr != "" {
+		if cfg.Server.Internal == nil {
+			cfg.Server.Internal = &InternalConfig{MaxRecvBytes: DefaultGRPCRecvBytes}
+		}
+		cfg.Server.Internal.Addr = o.InternalAddr
+	}
+}
+
+// File returns the path the configuration was read from, "" for the embedded default.
+func (c *Config) File() string { return c.file }
+
+// configSchema compiles the embedded JSON Schema of the file once.
+var configSchema = sync.OnceValues(func() (*config.Schema, error) {
+	return config.CompileSchema(schemas.ConfigSchema)
+})

@@ -1,0 +1,459 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"golang.org/x/net/netutil"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+
+	"github.com/gatehouse-dev/gatehouse/auth"
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/observability"
+	"github.com/gatehouse-dev/gatehouse/routing/calculator"
+	"github.com/gatehouse-dev/gatehouse/state"
+)
+
+// Options are the parts of a Server that do not come from the configuration file.
+type Options struct {
+	// Logger receives the server's logs; nil discards them.
+	Logger *slog.Logger
+	// LogLevel, when set, is updated from log.level on every reload.
+	LogLevel *slog.LevelVar
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Overrides are applied to every configuration loaded by ReloadFile.
+	Overrides ListenOverrides
+	// Targets are routed beside the configured ones (method → target) in every
+	// configuration; for embedders and tests.
+	Targets map[string]gateway.Target
+	// State, when set, is the state store instead of the one the state section names; the
+	// caller owns it (the server does not close it). For embedders, and tests that run
+	// several servers as replicas sharing one store.
+	State state.KV
+	// SpanExporter, when set, receives the spans of the tracing section instead of the OTLP
+	// exporter it describes (tests, embedders); the caller owns it. Without a tracing
+	// section nothing is traced.
+	SpanExporter sdktrace.SpanExporter
+}
+
+// Server is one Gatehouse process's set of listeners and the runtime they serve.
+type Server struct {
+	opts Options
+	log  *slog.Logger
+
+	cur      atomic.Pointer[runtime]
+	reloadMu sync.Mutex
+	lastFile []byte // content of the configuration file last loaded, under reloadMu
+
+	boundaryLn, adminLn net.Listener
+	boundary, admin     *http.Server
+	internalLn          net.Listener // nil when the internal listener is off
+	demoLn              net.Listener // nil when the demo gRPC backend is off
+	grpc                *grpc.Server
+	health              *health.Server
+	listen              ServerConfig // listener settings in force
+
+	// kv is the state store, opened once per process: state outlives reloads.
+	kv       state.KV
+	ownKV    bool // kv was opened by the server, which closes it
+	stateCfg state.Config
+	// stdio is set when the server speaks MCP over stdin and stdout only (ServeStdio).
+	stdio bool
+
+	// keyring is the gateway's signing key ring, nil without auth.keyring; opened at start
+	// and anew on every reload, closed at shutdown before the state store.
+	keyring atomic.Pointer[auth.KeyRing]
+	// revocations is the revocation list, over kv: opened at start (re-configured on
+	// reload), closed at shutdown before the state store.
+	revocations *auth.Revocations
+
+	mcp   *mcpFace   // nil when the MCP face is off
+	nekte *nekteCore // nil when NEKTE was off at start
+	// metrics are the process's metrics, kept across reloads; nil when metrics are off.
+	metrics *observability.Metrics
+	// tracing is the tracer provider of the current configuration's tracing section, nil
+	// without one; built at start, anew on a reload that changes the section, flushed and
+	// shut down at the end (tracing.go). Under reloadMu.
+	tracing *tracingRef
+
+	serving  atomic.Bool
+	draining atomic.Bool
+	ws       wsRegistry
+	fresh    freshConns // boundary connections without a request yet, closed at drain
+}
+
+// New builds the runtime for cfg and binds the boundary and admin listeners, so that
+// address errors surface here and an address of port 0 is resolved before Run.
+func New(cfg *Config, opts Options) (*Server, error) {
+	var demoLn net.Listener
+	if demoOnFreePort(cfg) {
+		ln, err := bindDemo(cfg, true)
+		if err != nil {
+			return nil, err
+		}
+		demoLn = ln
+	}
+	s, err := newServer(cfg, opts)
+	if err != nil {
+		if demoLn != nil {
+			_ = demoLn.Close()
+		}
+		return nil, err
+	}
+	s.demoLn = demoLn
+	if err := s.listenAll(cfg.Server); err != nil {
+		if demoLn != nil {
+			_ = demoLn.Close()
+		}
+		s.closeCore()
+		return nil, err
+	}
+	if cfg.MCPFace != nil {
+		if cfg.MCPFace.SessionKey == "" {
+			s.log.Info("mcp_face.session_key is not set: MCP sessions are signed with a random key and end when this process does")
+		}
+		s.mcp = newMCPFace(s, *cfg.MCPFace, buildVersion())
+		s.mcp.sync()
+	}
+	b := cfg.Server.Boundary
+	if in := cfg.Server.Internal; in != nil {
+		s.grpc = s.newGRPCServer(*in)
+	}
+	s.boundaryLn = netutil.LimitListener(s.boundaryLn, b.MaxConnections)
+	s.boundary = &http.Server{
+		Handler:           s.withJWKS(s.boundaryHandler()),
+		ConnState:         s.fresh.track,
+		ReadHeaderTimeout: b.ReadHeaderTimeout,
+		ReadTimeout:       b.ReadTimeout,
+		IdleTimeout:       b.IdleTimeout,
+		MaxHeaderBytes:    b.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	s.admin = &http.Server{
+		Handler:           s.adminHandler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	return s, nil
+}
+
+// newServer builds what every way of serving needs: the state store, the NEKTE service
+// when cfg has a nekte section (it lives on it, as long as the process), and the runtime
+// of cfg.
+func newServer(cfg *Config, opts Options) (_ *Server, err error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Server{opts: opts, log: opts.Logger, listen: cfg.Server, stateCfg: cfg.State}
+	s.ws.init()
+	s.startMetrics(cfg)
+	s.kv = opts.State
+	if s.kv == nil {
+		kv, err := state.Open(cfg.State)
+		if err != nil {
+			return nil, fmt.Errorf("state: %w", err)
+		}
+		s.kv, s.ownKV = kv, true
+	}
+	ring, err := s.openKeyRing(cfg.Auth.KeyRing)
+	if err != nil {
+		s.closeState()
+		return nil, fmt.Errorf("building configuration: %w", err)
+	}
+	s.keyring.Store(ring)
+	if err := s.openRevocations(cfg.Auth.Revocation); err != nil {
+		s.swapKeyRing(nil)
+		s.closeState()
+		return nil, fmt.Errorf("building configuration: %w", err)
+	}
+	if err := s.startNekte(cfg); err != nil {
+		s.closeRevocations()
+		s.swapKeyRing(nil)
+		s.closeState()
+		return nil, err
+	}
+	if s.tracing, err = s.tracingFor(cfg); err != nil {
+		s.closeNekte(context.Background())
+		s.closeRevocations()
+		s.swapKeyRing(nil)
+		s.closeState()
+		return nil, fmt.Errorf("building configuration: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			s.closeTracing()
+		}
+	}()
+	rt, err := buildRuntime(cfg, s.log, opts.Now, s.opts.Targets, s.kv, s.KeyRing, s.revocations, s.metrics)
+	if err != nil {
+		s.closeNekte(context.Background())
+		s.closeRevocations()
+		s.swapKeyRing(nil)
+		s.closeState()
+		return nil, fmt.Errorf("building configuration: %w", err)
+	}
+	rt.trace = s.tracing.hold()
+	s.setLogLevel(cfg)
+	s.cur.Store(rt)
+	return s, nil
+}
+
+// startNekte builds the NEKTE service when cfg has a nekte section and adds it to the
+// targets every configuration routes (Options.Targets, which the server owns a copy of).
+func (s *Server) startNekte(cfg *Config) error {
+	if cfg.Nekte == nil {
+		return nil
+	}
+	n, err := newNekteCore(s, cfg.Nekte)
+	if err != nil {
+		return err
+	}
+	targets, err := n.targets(s.opts.Targets)
+	if err != nil {
+		_ = n.svc.Close()
+		return fmt.Errorf("building configuration: %w", err)
+	}
+	s.nekte, s.opts.Targets = n, targets
+	return nil
+}
+
+// closeNekte suspends the NEKTE service's running tasks and closes it, when there is one.
+func (s *Server) closeNekte(ctx context.Context) {
+	if s.nekte == nil {
+		return
+	}
+	if err := s.nekte.drain(ctx); err != nil {
+		s.log.Warn("suspending NEKTE tasks", "err", err)
+	}
+}
+
+// closeCore retires the runtime, closes the NEKTE service (suspending what still runs), the
+// revocation list, the key ring and then the state store, if the server opened it.
+func (s *Server) closeCore() {
+	s.closeNekte(context.Background())
+	s.cur.Load().retire()
+	s.closeTracing() // after the runtime: the spans of calls it answered are flushed
+	s.closeRevocations()
+	s.swapKeyRing(nil)
+	s.closeState()
+}
+
+// closeState closes the state store, if the server opened it.
+func (s *Server) closeState() {
+	if !s.ownKV {
+		return
+	}
+	if err := s.kv.Close(); err != nil {
+		s.log.Warn("closing the state store", "err", err)
+	}
+}
+
+// buildVersion is the module version the binary was built from, "dev" for a local build.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// listenAll binds every configured listener; on failure it closes those already bound.
+func (s *Server) listenAll(cfg ServerConfig) error {
+	type want struct {
+		name string
+		addr string
+		ln   *net.Listener
+	}
+	wants := []want{{"boundary", cfg.Boundary.Addr, &s.boundaryLn}, {"admin", cfg.Admin.Addr, &s.adminLn}}
+	if cfg.Internal != nil {
+		wants = append(wants, want{"internal", cfg.Internal.Addr, &s.internalLn})
+	}
+	if cfg.DemoGRPC != nil && s.demoLn == nil {
+		wants = append(wants, want{"demo gRPC backend", cfg.DemoGRPC.Addr, &s.demoLn})
+	}
+	for i, w := range wants {
+		ln, err := net.Listen("tcp", w.addr)
+		if err != nil {
+			for _, bound := range wants[:i] {
+				_ = (*bound.ln).Close()
+				*bound.ln = nil
+			}
+			return fmt.Errorf("%s listener: %w", w.name, err)
+		}
+		*w.ln = ln
+	}
+	return nil
+}
+
+// BoundaryAddr returns the address the boundary listener is bound to.
+func (s *Server) BoundaryAddr() net.Addr { return s.boundaryLn.Addr() }
+
+// AdminAddr returns the address the admin listener is bound to.
+func (s *Server) AdminAddr() net.Addr { return s.adminLn.Addr() }
+
+// InternalAddr returns the address of the internal gRPC listener, nil when it is off.
+func (s *Server) InternalAddr() net.Addr {
+	if s.internalLn == nil {
+		return nil
+	}
+	return s.internalLn.Addr()
+}
+
+// Run serves until ctx is done, then shuts down gracefully: readiness turns to draining,
+// the listeners stop accepting, and in-flight calls (HTTP and WebSocket) get up to
+// server.shutdown_grace to finish. It returns nil after a clean drain.
+func (s *Server) Run(ctx context.Context) error {
+	errc := make(chan error, 3)
+	go func() { errc <- serveHTTP(s.boundary, s.boundaryLn) }()
+	go func() { errc <- serveHTTP(s.admin, s.adminLn) }()
+	healthCtx, stopHealth := context.WithCancel(context.Background())
+	healthDone := make(chan struct{})
+	if s.grpc != nil {
+		go func() { errc <- s.grpc.Serve(s.internalLn) }()
+		go func() { defer close(healthDone); s.watchHealth(healthCtx) }()
+	} else {
+		close(healthDone)
+	}
+	defer func() { stopHealth(); <-healthDone }()
+	demoDone := s.startDemo()
+	defer demoDone()
+	s.serving.Store(true)
+	s.log.Info("serving", "boundary", s.BoundaryAddr().String(), "admin", s.AdminAddr().String(), "internal", addrString(s.InternalAddr()))
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	return errors.Join(runErr, s.shutdown())
+}
+
+// startDemo serves the demo calculator backend, if configured; the returned function stops
+// it (after the gateway has drained, so calls in flight to it can finish).
+func (s *Server) startDemo() func() {
+	if s.demoLn == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- calculator.Serve(ctx, s.demoLn) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			s.log.Warn("demo gRPC backend", "err", err)
+		}
+	}
+}
+
+// DemoGRPCAddr returns the address of the demo gRPC backend, nil when it is off.
+func (s *Server) DemoGRPCAddr() net.Addr {
+	if s.demoLn == nil {
+		return nil
+	}
+	return s.demoLn.Addr()
+}
+
+// gracefulStopGRPC lets running RPCs finish until ctx ends, then stops hard.
+func gracefulStopGRPC(ctx context.Context, gs *grpc.Server) {
+	done := make(chan struct{})
+	go func() { gs.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		gs.Stop()
+		<-done
+	}
+}
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return "off"
+	}
+	return a.String()
+}
+
+func serveHTTP(srv *http.Server, ln net.Listener) error {
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// shutdown drains the server within the grace period.
+func (s *Server) shutdown() error {
+	s.draining.Store(true)
+	grace := s.listen.ShutdownGrace
+	s.log.Info("draining", "grace", grace.String())
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+
+	// NEKTE tasks first: each is suspended with a checkpoint while the connections of its
+	// streams are still open to carry the news, then the streams end, so the connections
+	// below can close.
+	s.closeNekte(ctx)
+	var wg sync.WaitGroup
+	var httpErr error
+	wg.Go(func() {
+		done := make(chan struct{})
+		go func() { defer close(done); httpErr = s.boundary.Shutdown(ctx) }()
+		s.fresh.closeUntil(done)
+	})
+	if s.grpc != nil {
+		s.health.Shutdown() // NOT_SERVING for every service while draining
+		wg.Go(func() { gracefulStopGRPC(ctx, s.grpc) })
+	}
+	if s.mcp != nil {
+		wg.Go(func() {
+			if err := s.mcp.shutdown(ctx); err != nil {
+				s.log.Warn("closing MCP sessions", "err", err)
+			}
+		})
+	}
+	wsErr := s.ws.drain(ctx)
+	wg.Wait()
+	adminErr := s.admin.Shutdown(ctx)
+	s.closeCore()
+	if err := errors.Join(httpErr, wsErr, adminErr); err != nil {
+		_ = s.boundary.Close()
+		_ = s.admin.Close()
+		return fmt.Errorf("shutdown did not finish within %s: %w", grace, err)
+	}
+	s.log.Info("stopped")
+	return nil
+}
+
+// acquire returns the current runtime with a reference held; the caller must release it.
+func (s *Server) acquire() *runtime {
+	for {
+		rt := s.cur.Load()
+		rt.refs.Add(1)
+		if s.cur.Load() == rt {
+			return rt
+		}
+		rt.release()
+	}
+}
+
+func (s *Server) setLogLevel(cfg *Config) {
+	if s.opts.LogLevel == nil {
+		return
+	}
+	if l, err := cfg.Log.ParseLevel(); err == nil {
+		s.opts.LogLevel.Set(l)
+	}
+}
