@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"net/netip"
 	"time"
 
@@ -121,3 +122,17 @@ type Call struct {
 
 // IsNotification reports whether the call expects no response.
 func (c *Call) IsNotification() bool { return c.ID.IsZero() }
+
+type callKey struct{}
+
+// WithCall returns ctx carrying c, the call whose handler runs under it: what runs within
+// the call (a NEKTE capability invoking its method) takes the caller from it.
+func WithCall(ctx context.Context, c *Call) context.Context {
+	return context.WithValue(ctx, callKey{}, c)
+}
+
+// CallFrom returns the call ctx runs within (WithCall), nil outside one.
+func CallFrom(ctx context.Context) *Call {
+	c, _ := ctx.Value(callKey{}).(*Call)
+	return c
+}

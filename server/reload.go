@@ -42,6 +42,7 @@ func (s *Server) reloadLocked(cfg *Config) error {
 		return fmt.Errorf("building configuration: %w", err)
 	}
 	rt.trace = tr.hold()
+	rt.pipe = newPipeline(rt)
 	ring, err := s.openKeyRing(cfg.Auth.KeyRing)
 	if err != nil {
 		rt.retire()

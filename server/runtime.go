@@ -10,6 +10,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/auth"
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
+	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/routing"
@@ -39,6 +40,9 @@ type runtime struct {
 	// catalogSeen is its version whose problems were logged last.
 	catalog     *capability.Registry
 	catalogSeen atomic.Pointer[string]
+	// pipe is the faces' entry into this configuration (faceruntime.go), made once the
+	// tracer is known.
+	pipe *faces.Pipeline
 
 	refs      atomic.Int64
 	retired   atomic.Bool

@@ -209,6 +209,7 @@ func newServer(cfg *Config, opts Options) (_ *Server, err error) {
 		return nil, fmt.Errorf("building configuration: %w", err)
 	}
 	rt.trace = s.tracing.hold()
+	rt.pipe = newPipeline(rt)
 	s.setLogLevel(cfg)
 	s.cur.Store(rt)
 	return s, nil
