@@ -71,7 +71,7 @@ func WriteHTTPError(w http.ResponseWriter, status int, err *gateway.Error, trace
 	h.Set("Content-Type", enc.ContentType())
 	h.Set("X-Trace-Id", traceID)
 	w.WriteHeader(status)
-	_, _ = w.Write(body) //nolint:gosec // a JSON-RPC error of our own table, served as JSON or MessagePack, never HTML
+	_, _ = w.Write(body)
 }
 
 // WriteChallenge answers a failed authentication with the table's HTTP status and, for
@@ -165,4 +165,31 @@ func Latest(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// RequestOrigin returns the scheme (https when the connection is TLS) and Host the request
+// addressed the boundary with, as scheme://host. Forwarding headers are not trusted.
+func RequestOrigin(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// WriteResponse writes a JSON-RPC response body — out is its JSON — in enc, or 204 when
+// there is none (notifications). log hears of a response MessagePack cannot carry.
+func WriteResponse(w http.ResponseWriter, log *slog.Logger, out []byte, enc Encoding, traceID string) {
+	if len(out) == 0 {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	out, ok := enc.FromJSON(out, traceID)
+	if !ok {
+		log.Error("a response has no MessagePack form", "trace_id", traceID)
+	}
+	w.Header().Set("Content-Type", enc.ContentType())
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out)
 }

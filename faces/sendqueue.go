@@ -91,6 +91,9 @@ func (q *SendQueue[T]) Len() int { return len(q.ch) }
 // Cap returns how many messages the queue holds at most.
 func (q *SendQueue[T]) Cap() int { return cap(q.ch) }
 
+// Peak returns the most bytes ever queued at once.
+func (q *SendQueue[T]) Peak() int64 { return q.bytes.peak.Load() }
+
 // Bytes returns how many bytes are queued.
 func (q *SendQueue[T]) Bytes() int64 { return q.bytes.n.Load() }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
+	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -38,19 +39,19 @@ func (s *Server) handleAdminRPC(w http.ResponseWriter, r *http.Request) {
 	defer rt.release()
 	traceID := observability.NewTraceID()
 	w.Header().Set("X-Trace-Id", traceID)
-	if !isJSON(r.Header.Get("Content-Type")) {
-		writeHTTPError(w, http.StatusUnsupportedMediaType,
-			gateway.Errorf(schemas.CodeUnsupportedMedia, "Content-Type must be application/json"), traceID)
+	if !faces.IsJSON(r.Header.Get("Content-Type")) {
+		faces.WriteHTTPError(w, http.StatusUnsupportedMediaType,
+			gateway.Errorf(schemas.CodeUnsupportedMedia, "Content-Type must be application/json"), traceID, faces.EncodingJSON)
 		return
 	}
-	principal, err := rt.auth.Authenticate(r.Context(), httpCredentials(r, gateway.ZoneOperator))
+	principal, err := rt.auth.Authenticate(r.Context(), faces.HTTPCredentials(r, gateway.ZoneOperator))
 	if err != nil {
-		writeAuthError(w, gateway.AsError(err), traceID)
+		faces.WriteChallenge(w, gateway.AsError(err), traceID, faces.EncodingJSON, "")
 		return
 	}
-	body, err := readBody(r, rt.cfg.JSONRPC.MaxBodyBytes, nil)
+	body, err := faces.ReadBody(r, rt.cfg.JSONRPC.MaxBodyBytes, nil)
 	if err != nil {
-		s.writeBodyError(w, err, rt.cfg.JSONRPC.MaxBodyBytes, traceID)
+		faces.WriteBodyError(w, s.log, err, rt.cfg.JSONRPC.MaxBodyBytes, traceID, faces.EncodingJSON)
 		return
 	}
 	ac := &adminCall{
@@ -59,14 +60,14 @@ func (s *Server) handleAdminRPC(w http.ResponseWriter, r *http.Request) {
 		scope:     rt.cfg.Approvals.AdminScope,
 		revoke:    &revocationAdmin{list: s.revocations, principal: principal},
 	}
-	s.writeJSONRPCIn(w, ac.serve(r.Context(), body, rt.limits, traceID), encodingJSON, traceID)
+	faces.WriteResponse(w, s.log, ac.serve(r.Context(), body, rt.limits, traceID), faces.EncodingJSON, traceID)
 }
 
 // serve decodes body and answers each of its requests.
 func (ac *adminCall) serve(ctx context.Context, body []byte, lim jsonrpc.Limits, traceID string) []byte {
 	payload, derr := jsonrpc.Decode(body, lim)
 	if derr != nil {
-		return appendError(nil, derr.ID, fromDecodeError(derr), traceID)
+		return faces.AppendError(nil, derr.ID, faces.FromDecodeError(derr), traceID)
 	}
 	var out []byte
 	if payload.Batch {
@@ -80,12 +81,12 @@ func (ac *adminCall) serve(ctx context.Context, body []byte, lim jsonrpc.Limits,
 			out = append(out, ',')
 		}
 		if m.Err != nil {
-			out = appendError(out, m.Err.ID, fromDecodeError(m.Err), traceID)
+			out = faces.AppendError(out, m.Err.ID, faces.FromDecodeError(m.Err), traceID)
 			continue
 		}
 		res, err := ac.run(ctx, &m.Request)
 		if err != nil {
-			out = appendError(out, m.Request.ID, gateway.AsError(err), traceID)
+			out = faces.AppendError(out, m.Request.ID, gateway.AsError(err), traceID)
 			continue
 		}
 		out = jsonrpc.AppendResult(out, m.Request.ID, res)

@@ -11,24 +11,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
-// callKey is the context key of the call a handler runs (withCall).
-type callKey struct{}
-
-// withCall returns ctx carrying c, the call about to run through the pipeline, so that
-// what its target does on the caller's behalf — running a capability — runs as the same
-// caller.
-func withCall(ctx context.Context, c *gateway.Call) context.Context {
-	return context.WithValue(ctx, callKey{}, c)
-}
-
-// callFrom returns the call ctx was given to, nil when none. Only its identity — principal,
-// zone, protocol, trace id — may be read from it: the rest belongs to the goroutine
-// running it.
-func callFrom(ctx context.Context) *gateway.Call {
-	c, _ := ctx.Value(callKey{}).(*gateway.Call)
-	return c
-}
-
 // capabilityInvoker is the server's capability.Invoker.
 type capabilityInvoker struct{ s *Server }
 
@@ -49,7 +31,7 @@ var errNoCaller = gateway.NewError(schemas.CodeInternal).With("reason", "a capab
 
 // Invoke implements capability.Invoker.
 func (inv capabilityInvoker) Invoke(ctx context.Context, c capability.Capability, input json.RawMessage) (*gateway.Result, error) {
-	origin := callFrom(ctx)
+	origin := gateway.CallFrom(ctx)
 	if origin == nil {
 		inv.s.log.ErrorContext(ctx, "capability invoked outside a call", "capability", c.ID, "method", c.Method)
 		return nil, errNoCaller

@@ -12,6 +12,8 @@ import (
 	"github.com/gatehouse-dev/gatehouse/auth/policy"
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/configs"
+	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
+	"github.com/gatehouse-dev/gatehouse/faces/ws"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/resilience"
 	"github.com/gatehouse-dev/gatehouse/routing"
@@ -26,7 +28,7 @@ type Config struct {
 	Server    ServerConfig              `yaml:"server" json:"server"`
 	JSONRPC   JSONRPCConfig             `yaml:"jsonrpc" json:"jsonrpc"`
 	Batch     BatchConfig               `yaml:"batch" json:"batch"`
-	WebSocket *WebSocketConfig          `yaml:"websocket" json:"websocket,omitempty"`
+	WebSocket *ws.Config                `yaml:"websocket" json:"websocket,omitempty"`
 	MCPFace   *MCPFaceConfig            `yaml:"mcp_face" json:"mcp_face,omitempty"`
 	Nekte     *NekteConfig              `yaml:"nekte" json:"nekte,omitempty"`
 	Deadline  resilience.DeadlineConfig `yaml:"deadline" json:"deadline"`
@@ -38,7 +40,7 @@ type Config struct {
 	State   state.Config                `yaml:"state" json:"state"`
 	// SSE bounds the event streams of the boundary's JSON-RPC face (stream.go); it always
 	// applies, with defaults when absent.
-	SSE SSEConfig `yaml:"sse" json:"sse"`
+	SSE httprpc.SSEConfig `yaml:"sse" json:"sse"`
 	// Policy is the authorization policy (auth/policy); absent, the policy stage is not in
 	// the chain.
 	Policy *policy.Config `yaml:"policy" json:"policy,omitempty"`
@@ -132,47 +134,6 @@ type BatchConfig struct {
 	Concurrency int `yaml:"concurrency" json:"concurrency,omitempty"`
 }
 
-// WebSocketConfig enables JSON-RPC over WebSocket at GET /ws.
-type WebSocketConfig struct {
-	// MaxInFlight bounds the requests one connection may have running; past it a request is
-	// answered at once with OVERLOADED.
-	MaxInFlight int `yaml:"max_in_flight" json:"max_in_flight,omitempty"`
-	// MaxMessageBytes bounds one message (default: jsonrpc.max_body_bytes).
-	MaxMessageBytes int64 `yaml:"max_message_bytes" json:"max_message_bytes,omitempty"`
-	// PingInterval is how often the server pings; a peer silent for PingInterval+PongTimeout
-	// is disconnected.
-	PingInterval time.Duration `yaml:"ping_interval" json:"ping_interval,omitempty"`
-	PongTimeout  time.Duration `yaml:"pong_timeout" json:"pong_timeout,omitempty"`
-	// WriteTimeout bounds writing one message.
-	WriteTimeout time.Duration `yaml:"write_timeout" json:"write_timeout,omitempty"`
-	// SendQueue is how many responses may wait to be written; a response that finds the
-	// queue full waits for room up to half WriteTimeout, and a consumer whose queue stays
-	// full that long is disconnected as too slow.
-	SendQueue int `yaml:"send_queue" json:"send_queue,omitempty"`
-	// SendQueueBytes bounds the bytes waiting to be written as SendQueue bounds the
-	// messages. One message larger than the bound is still queued when nothing else is.
-	SendQueueBytes int64 `yaml:"send_queue_bytes" json:"send_queue_bytes,omitempty"`
-	// InputQueue bounds the messages a client-streaming call may have waiting ($/stream/send);
-	// past it the call fails with OVERLOADED.
-	InputQueue int `yaml:"input_queue" json:"input_queue,omitempty"`
-	// AllowedOrigins lists the browser origins allowed to connect; "*" allows any. Requests
-	// without an Origin header (non-browser clients) are always allowed.
-	AllowedOrigins []string `yaml:"allowed_origins" json:"allowed_origins,omitempty"`
-}
-
-// SSEConfig bounds each event stream of the JSON-RPC face over HTTP (a streamed result,
-// progress, a stream of named events): what waits to be written is bounded in events and
-// bytes, and a consumer whose queue stays full for half server.boundary.write_timeout (the
-// bound on writing one event) is cut off as too slow, after a final "error" event when it
-// can still be written.
-type SSEConfig struct {
-	// SendQueue is how many events may wait to be written.
-	SendQueue int `yaml:"send_queue" json:"send_queue,omitempty"`
-	// SendQueueBytes bounds their bytes; one event larger than the bound is still queued
-	// when nothing else is.
-	SendQueueBytes int64 `yaml:"send_queue_bytes" json:"send_queue_bytes,omitempty"`
-}
-
 // Defaults for every limit.
 const (
 	DefaultBoundaryAddr      = "127.0.0.1:8080"
@@ -190,14 +151,6 @@ const (
 	DefaultMaxCollectedBytes = 4 << 20
 	DefaultBatchMaxSize      = 50
 	DefaultBatchConcurrency  = 16
-	DefaultWSMaxInFlight     = 64
-	DefaultWSPingInterval    = 20 * time.Second
-	DefaultWSPongTimeout     = 10 * time.Second
-	DefaultWSWriteTimeout    = 10 * time.Second
-	DefaultWSSendQueue       = 256
-	DefaultWSInputQueue      = 64
-	DefaultSendQueueBytes    = 1 << 20
-	DefaultSSESendQueue      = 256
 )
 
 // applyDefaults fills every zero limit with its default.
@@ -222,18 +175,11 @@ func (c *Config) applyDefaults() {
 	setDefault(&c.JSONRPC.MaxCollectedBytes, DefaultMaxCollectedBytes)
 	setDefault(&c.Batch.MaxSize, DefaultBatchMaxSize)
 	setDefault(&c.Batch.Concurrency, DefaultBatchConcurrency)
-	if ws := c.WebSocket; ws != nil {
-		setDefault(&ws.MaxInFlight, DefaultWSMaxInFlight)
-		setDefault(&ws.MaxMessageBytes, c.JSONRPC.MaxBodyBytes)
-		setDefault(&ws.PingInterval, DefaultWSPingInterval)
-		setDefault(&ws.PongTimeout, DefaultWSPongTimeout)
-		setDefault(&ws.WriteTimeout, DefaultWSWriteTimeout)
-		setDefault(&ws.SendQueue, DefaultWSSendQueue)
-		setDefault(&ws.InputQueue, DefaultWSInputQueue)
-		setDefault(&ws.SendQueueBytes, DefaultSendQueueBytes)
+	if c.WebSocket != nil {
+		w := c.WebSocket.WithDefaults(c.JSONRPC.MaxBodyBytes)
+		c.WebSocket = &w
 	}
-	setDefault(&c.SSE.SendQueue, DefaultSSESendQueue)
-	setDefault(&c.SSE.SendQueueBytes, DefaultSendQueueBytes)
+	c.SSE = c.SSE.WithDefaults()
 	c.Deadline = c.Deadline.WithDefaults()
 	c.Approvals = c.Approvals.withDefaults()
 }

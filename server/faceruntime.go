@@ -2,6 +2,8 @@ package server
 
 import (
 	"github.com/gatehouse-dev/gatehouse/faces"
+	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
+	"github.com/gatehouse-dev/gatehouse/faces/ws"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 )
@@ -14,7 +16,7 @@ func newPipeline(rt *runtime) *faces.Pipeline {
 	}
 	return &faces.Pipeline{
 		Handler:           rt.handler,
-		Limits:            rt.limitsFor(gateway.Principal{}),
+		Limits:            rt.limits,
 		Tiers:             rt.cfg.Batch.Tiers,
 		BatchConcurrency:  rt.cfg.Batch.Concurrency,
 		MaxBodyBytes:      rt.cfg.JSONRPC.MaxBodyBytes,
@@ -37,3 +39,20 @@ func (rt *runtime) Authenticator() gateway.Authenticator { return rt.auth }
 func (rt *runtime) Release() { rt.release() }
 
 var _ faces.Runtime = (*runtime)(nil)
+
+// HTTP implements httprpc.Runtime.
+func (rt *runtime) HTTP() httprpc.Settings {
+	return httprpc.Settings{SSE: rt.cfg.SSE, WriteTimeout: rt.cfg.Server.Boundary.WriteTimeout,
+		RateLimits: rt.cfg.RateLimits != nil, Idempotency: rt.cfg.Idempotency != nil}
+}
+
+// AgentCard implements httprpc.Runtime.
+func (rt *runtime) AgentCard() httprpc.CardProvider {
+	if p := rt.agentCard(); p != nil {
+		return p
+	}
+	return nil
+}
+
+// WebSocket implements ws.Runtime.
+func (rt *runtime) WebSocket() *ws.Config { return rt.cfg.WebSocket }

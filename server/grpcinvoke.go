@@ -14,8 +14,9 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
-	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
+	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
 )
@@ -72,7 +73,7 @@ func (s *Server) runInternal(ctx context.Context, method string, params []byte, 
 	defer rt.release()
 	principal, err := rt.auth.Authenticate(ctx, grpcCredentials(ctx))
 	if err != nil {
-		return invokeOutcome{err: gateway.AsError(err), traceID: traceIDOf(ctx)}
+		return invokeOutcome{err: gateway.AsError(err), traceID: observability.TraceIDOf(ctx)}
 	}
 	return rt.runAs(ctx, principal, gateway.ZoneInternal, gateway.ProtocolGRPC, method, params, send)
 }
@@ -98,61 +99,11 @@ type asCaller struct {
 	capability string
 }
 
-// runAsCaller is runAs for any caller, a capability's included. The deadline is ctx's
-// (resolved against the deadline section: the default when ctx has none, at most max);
-// cancelling ctx cancels the call; a progress sink in ctx receives its progress.
+// runAsCaller is runAs for any caller, a capability's included (faces.Pipeline.RunAs).
 func (rt *runtime) runAsCaller(ctx context.Context, who asCaller, method string, params []byte, send func([]byte) error) invokeOutcome {
-	ctx, span, traceID := rt.startAsCaller(ctx, who, method)
-	if span != nil {
-		defer span.End()
-	}
-	body := envelope(method, params)
-	if who.capability != "" && len(params) > 0 {
-		// As an array member the input is checked strictly (syntax, duplicate names,
-		// limits) at the depth it had in the nekte.* call, and no member of it is reserved.
-		body = envelope(method, append(append([]byte{'['}, params...), ']'))
-	}
-	payload, derr := jsonrpc.Decode(body, rt.limitsFor(who.principal))
-	if derr == nil && payload.Members[0].Err != nil {
-		derr = payload.Members[0].Err
-	}
-	if derr != nil {
-		err := fromDecodeError(derr)
-		traceError(span, err)
-		return invokeOutcome{err: err, traceID: traceID}
-	}
-	req := &payload.Members[0].Request
-	if who.capability != "" {
-		req.Params = params
-	}
-	var callerMs int64
-	if dl, ok := ctx.Deadline(); ok {
-		callerMs = dl.UnixMilli()
-	}
-	ex := exchange{principal: who.principal, zone: who.zone, protocol: who.protocol,
-		deadline: rt.cfg.Deadline.Resolve(rt.now(), callerMs), callerDeadline: callerMs > 0, traceID: traceID, span: span,
-		capability: who.capability, keepStream: who.capability != ""}
-	var streamed bool
-	if send != nil {
-		ex.stream = func(ctx context.Context, id jsonrpc.ID, s gateway.Stream) outcome {
-			streamed = true
-			return relayMessages(ctx, id, s, send)
-		}
-	}
-	out := rt.call(ctx, &ex, req, true)
-	if out.err != nil {
-		return invokeOutcome{err: out.err, traceID: traceID}
-	}
-	return invokeOutcome{res: out.res, result: out.res.Value, streamed: streamed, traceID: traceID}
-}
-
-// envelope wraps method and params in a JSON-RPC request so the strict decoder checks them.
-func envelope(method string, params []byte) []byte {
-	b := jsonrpc.AppendString([]byte(`{"jsonrpc":"2.0","method":`), method)
-	if len(params) > 0 {
-		b = append(append(b, `,"params":`...), params...)
-	}
-	return append(b, `,"id":1}`...)
+	o := rt.pipe.RunAs(ctx, faces.Caller{Principal: who.principal, Zone: who.zone, Protocol: who.protocol, TraceID: who.traceID,
+		Capability: who.capability}, method, params, send)
+	return invokeOutcome{res: o.Res, result: o.Result, streamed: o.Streamed, err: o.Err, traceID: o.TraceID}
 }
 
 // grpcCredentials extracts the caller's credentials from gRPC metadata and the peer.

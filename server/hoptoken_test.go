@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	"github.com/gatehouse-dev/gatehouse/internal/hoptest"
 	"github.com/gatehouse-dev/gatehouse/internal/mcptest"
 	"github.com/gatehouse-dev/gatehouse/routing/calculator"
@@ -241,7 +242,7 @@ func hopGateway(t *testing.T, ringExtra string) (*testServer, *hopBackend) {
 	urlFile := filepath.Join(t.TempDir(), "jwks-url")
 	httpURL := startHopHTTP(t, bin, "HOP_JWKS_URL_FILE="+urlFile, "HOP_AUDIENCE=hop-http")
 	ts := start(t, fmt.Sprintf(hopConfig, callerSecret, backend.addr, bin, urlFile, ringExtra, httpURL), nil)
-	jwks := ts.base + jwksPath
+	jwks := ts.base + httprpc.JWKSPath
 	if err := os.WriteFile(urlFile, []byte(jwks), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/auth"
+	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 )
 
@@ -21,7 +22,7 @@ var keyRingConfig = strings.Replace(baseConfig, "  anonymous: {}\n",
 // servedKids returns the kids of the JWK Set the boundary serves, and the set itself.
 func servedKids(t *testing.T, ts *testServer) ([]string, string) {
 	t.Helper()
-	status, _, body := getCard(t, ts, jwksPath, "")
+	status, _, body := getCard(t, ts, httprpc.JWKSPath, "")
 	if status != http.StatusOK {
 		t.Fatalf("jwks: %d %s", status, body)
 	}

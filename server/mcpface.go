@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/resilience"
@@ -147,7 +148,7 @@ func (f *mcpFace) serve(c *gin.Context) {
 	}
 	w := &refusalWriter{ResponseWriter: bw, fr: fr}
 	f.handler.ServeHTTP(w, r)
-	w.finish(requestOrigin(r) + protectedResourcePath + mcpPath)
+	w.finish(faces.RequestOrigin(r) + protectedResourcePath + mcpPath)
 }
 
 // admit checks what the HTTP transports check before mcp-go sees a request: a Host or
@@ -156,26 +157,26 @@ func (f *mcpFace) serve(c *gin.Context) {
 // the request to serve, whose context carries the caller and the body; otherwise it has
 // answered the request.
 func (f *mcpFace) admit(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
-	base := f.s.cur.Load().extractHTTP(r) // the caller's trace, which its tool calls continue
-	traceID := traceIDOf(base)
+	base := f.s.cur.Load().pipe.Tracer.ExtractHTTP(r) // the caller's trace, which its tool calls continue
+	traceID := observability.TraceIDOf(base)
 	if f.localOnly {
 		if what := foreignOrigin(r); what != "" {
-			writeHTTPError(w, http.StatusForbidden, gateway.Errorf(schemas.CodeAuthorization, "Forbidden: the %s is not a loopback name", what), traceID)
+			faces.WriteHTTPError(w, http.StatusForbidden, gateway.Errorf(schemas.CodeAuthorization, "Forbidden: the %s is not a loopback name", what), traceID, faces.EncodingJSON)
 			return nil, false
 		}
 	}
 	rt := f.s.acquire()
-	principal, err := rt.auth.Authenticate(r.Context(), httpCredentials(r, gateway.ZoneExternal))
+	principal, err := rt.auth.Authenticate(r.Context(), faces.HTTPCredentials(r, gateway.ZoneExternal))
 	maxBody := rt.cfg.JSONRPC.MaxBodyBytes
 	rt.release()
 	if err != nil {
-		writeChallenge(w, gateway.AsError(err), traceID, encodingJSON, requestOrigin(r)+protectedResourcePath+mcpPath)
+		faces.WriteChallenge(w, gateway.AsError(err), traceID, faces.EncodingJSON, faces.RequestOrigin(r)+protectedResourcePath+mcpPath)
 		return nil, false
 	}
 	fr := &faceRequest{}
 	if r.Method == http.MethodPost {
-		if fr.body, err = readBody(r, maxBody, nil); err != nil {
-			f.s.writeBodyError(w, err, maxBody, traceID)
+		if fr.body, err = faces.ReadBody(r, maxBody, nil); err != nil {
+			faces.WriteBodyError(w, f.s.log, err, maxBody, traceID, faces.EncodingJSON)
 			return nil, false
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	"github.com/gatehouse-dev/gatehouse/internal/hoptest"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpdemo"
 )
@@ -60,7 +61,7 @@ func TestMCPFaceReadCarriesHopToken(t *testing.T) {
 	urlFile := filepath.Join(t.TempDir(), "jwks-url")
 	upstream := startHopHTTP(t, bin, "HOP_JWKS_URL_FILE="+urlFile, "HOP_AUDIENCE=hop-http")
 	ts := start(t, fmt.Sprintf(readHopConfig, callerSecret, upstream), nil)
-	if err := os.WriteFile(urlFile, []byte(ts.base+jwksPath), 0o600); err != nil {
+	if err := os.WriteFile(urlFile, []byte(ts.base+httprpc.JWKSPath), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return len(ts.mcp.srv.ListResources()) > 0 })

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -352,10 +353,10 @@ func (m *mcpSessions) admit(w http.ResponseWriter, r *http.Request) bool {
 		}
 		return true
 	case errors.Is(err, errSessionInvalid), errors.Is(err, errSessionExpired), errors.Is(err, errSessionRevoked):
-		writeHTTPError(w, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "Unknown or terminated MCP session"), observability.NewTraceID())
+		faces.WriteHTTPError(w, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "Unknown or terminated MCP session"), observability.NewTraceID(), faces.EncodingJSON)
 	default:
 		m.log.Warn("checking an mcp session", "err", err)
-		writeHTTPError(w, http.StatusServiceUnavailable, gateway.Errorf(schemas.CodeUnavailable, "The session store is unavailable"), observability.NewTraceID())
+		faces.WriteHTTPError(w, http.StatusServiceUnavailable, gateway.Errorf(schemas.CodeUnavailable, "The session store is unavailable"), observability.NewTraceID(), faces.EncodingJSON)
 	}
 	return false
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -42,7 +43,7 @@ func newSSEServer(srv *mcpserver.MCPServer, disableLocalhostProtection bool) *mc
 // handleMCPSSE serves GET /sse and POST /message, when the face and its SSE transport are on.
 func (s *Server) handleMCPSSE(c *gin.Context) {
 	if s.mcp == nil || s.mcp.sse == nil {
-		writeHTTPError(c.Writer, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "The MCP SSE transport is not enabled"), observability.NewTraceID())
+		faces.WriteHTTPError(c.Writer, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "The MCP SSE transport is not enabled"), observability.NewTraceID(), faces.EncodingJSON)
 		return
 	}
 	s.mcp.serveSSE(c)
@@ -53,12 +54,12 @@ func (s *Server) handleMCPSSE(c *gin.Context) {
 // cannot send one cross-site without a preflight; no stream opens while the server drains.
 func (f *mcpFace) serveSSE(c *gin.Context) {
 	w := c.Writer
-	if c.Request.Method == http.MethodPost && !isJSON(c.Request.Header.Get("Content-Type")) {
-		writeHTTPError(w, http.StatusUnsupportedMediaType, gateway.Errorf(schemas.CodeUnsupportedMedia, "Content-Type must be application/json"), observability.NewTraceID())
+	if c.Request.Method == http.MethodPost && !faces.IsJSON(c.Request.Header.Get("Content-Type")) {
+		faces.WriteHTTPError(w, http.StatusUnsupportedMediaType, gateway.Errorf(schemas.CodeUnsupportedMedia, "Content-Type must be application/json"), observability.NewTraceID(), faces.EncodingJSON)
 		return
 	}
 	if c.Request.Method == http.MethodGet && f.s.draining.Load() {
-		writeHTTPError(w, http.StatusServiceUnavailable, gateway.NewError(schemas.CodeShuttingDown), observability.NewTraceID())
+		faces.WriteHTTPError(w, http.StatusServiceUnavailable, gateway.NewError(schemas.CodeShuttingDown), observability.NewTraceID(), faces.EncodingJSON)
 		return
 	}
 	r, ok := f.admit(w, c.Request)

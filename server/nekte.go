@@ -52,7 +52,7 @@ func (c *NekteConfig) validateEndpoint() error {
 		return nil
 	}
 	u, err := url.Parse(c.Endpoint)
-	if err != nil || (u.Scheme != schemeHTTP && u.Scheme != schemeHTTPS) || u.Host == "" {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return errEndpoint
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	nk "github.com/gatehouse-dev/gatehouse/codecs/nekte"
+	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
 	"github.com/gatehouse-dev/gatehouse/routing/nekte"
@@ -109,16 +110,16 @@ func TestNekteOff(t *testing.T) {
 	if status, _, _ := getCard(t, ts, nk.CardPath, ""); status != http.StatusNotFound {
 		t.Fatalf("card: %d", status)
 	}
-	if status, _, body := getCard(t, ts, jwksPath, ""); status != http.StatusOK || body != `{"keys":[]}` {
+	if status, _, body := getCard(t, ts, httprpc.JWKSPath, ""); status != http.StatusOK || body != `{"keys":[]}` {
 		t.Fatalf("jwks: %d %s", status, body)
 	}
-	resp, err := http.Post(ts.base+jwksPath, "application/json", strings.NewReader(`{}`))
+	resp, err := http.Post(ts.base+httprpc.JWKSPath, "application/json", strings.NewReader(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD" {
-		t.Fatalf("POST %s: %d, Allow %q", jwksPath, resp.StatusCode, resp.Header.Get("Allow"))
+		t.Fatalf("POST %s: %d, Allow %q", httprpc.JWKSPath, resp.StatusCode, resp.Header.Get("Allow"))
 	}
 }
 
@@ -163,9 +164,9 @@ func TestNekteCard(t *testing.T) {
 	}
 	t.Run("anonymous only", func(t *testing.T) {
 		ts := start(t, nekteOn, nil)
-		for _, p := range []string{nk.CardPath, rpcPath + nk.CardPath} {
+		for _, p := range []string{nk.CardPath, httprpc.RPCPath + nk.CardPath} {
 			c := card(t, ts, p, "")
-			if c.Endpoint != ts.base+rpcPath || c.Auth != nk.AuthNone || c.Agent != "gatehouse" || c.Nekte != nk.ProtocolVersion ||
+			if c.Endpoint != ts.base+httprpc.RPCPath || c.Auth != nk.AuthNone || c.Agent != "gatehouse" || c.Nekte != nk.ProtocolVersion ||
 				!c.BudgetSupport || !slices.Contains(c.Caps, "subtract") {
 				t.Fatalf("%s: %+v", p, c)
 			}
@@ -176,7 +177,7 @@ func TestNekteCard(t *testing.T) {
 	})
 	t.Run("configured endpoint and agent", func(t *testing.T) {
 		ts := start(t, baseConfig+"nekte: {endpoint: \"https://agents.example.com/gw/rpc\", catalog: {agent: edge}}\n", nil)
-		if c := card(t, ts, rpcPath+nk.CardPath, ""); c.Endpoint != "https://agents.example.com/gw/rpc" || c.Agent != "edge" {
+		if c := card(t, ts, httprpc.RPCPath+nk.CardPath, ""); c.Endpoint != "https://agents.example.com/gw/rpc" || c.Agent != "edge" {
 			t.Fatalf("%+v", c)
 		}
 	})
@@ -192,7 +193,7 @@ func TestNekteCard(t *testing.T) {
 // receipt of a completed task.
 func TestNekteJWKSVerifiesReceipts(t *testing.T) {
 	ts := start(t, nekteOn, nil)
-	status, hdr, body := getCard(t, ts, jwksPath, "")
+	status, hdr, body := getCard(t, ts, httprpc.JWKSPath, "")
 	var set struct {
 		Keys []struct {
 			Kty, Crv, X, Kid, Alg, Use string

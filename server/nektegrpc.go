@@ -9,7 +9,9 @@ import (
 	"google.golang.org/grpc"
 
 	nk "github.com/gatehouse-dev/gatehouse/codecs/nekte"
+	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 	nektev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/nekte/v1"
 )
@@ -47,7 +49,7 @@ var errNekteResult = gateway.NewError(schemas.CodeInternal).With("reason", "the 
 func (n *nekteGRPC) Discover(ctx context.Context, req *nektev1.DiscoverRequest) (*nektev1.DiscoverResponse, error) {
 	p := discoverParams{Level: req.GetLevel(), Filter: discoverFilter(req.GetFilter())}
 	resp := &nektev1.DiscoverResponse{}
-	traceID := traceIDOf(ctx) // the RPC's span's, with tracing on
+	traceID := observability.TraceIDOf(ctx) // the RPC's span's, with tracing on
 	for {
 		var page discoverPage
 		if err := decodeOutcome(n.run(ctx, traceID, nk.MethodDiscover, p, nil), &page); err != nil {
@@ -67,7 +69,7 @@ func (n *nekteGRPC) Discover(ctx context.Context, req *nektev1.DiscoverRequest) 
 func (n *nekteGRPC) Invoke(ctx context.Context, req *nektev1.InvokeRequest) (*nektev1.InvokeResponse, error) {
 	in, perr := jsonBytes("in", req.GetInput())
 	if perr != nil {
-		return nil, toStatus(perr, traceIDOf(ctx))
+		return nil, toStatus(perr, observability.TraceIDOf(ctx))
 	}
 	p := nk.InvokeParams{Cap: req.GetCap(), H: req.GetH(), In: in, Budget: budget(req.GetBudget())}
 	out := n.run(ctx, "", nk.MethodInvoke, p, nil)
@@ -87,7 +89,7 @@ func (n *nekteGRPC) Invoke(ctx context.Context, req *nektev1.InvokeRequest) (*ne
 func (n *nekteGRPC) Delegate(req *nektev1.DelegateRequest, stream grpc.ServerStreamingServer[nektev1.DelegateEvent]) error {
 	p, perr := delegateParams(req)
 	if perr != nil {
-		return toStatus(perr, traceIDOf(stream.Context()))
+		return toStatus(perr, observability.TraceIDOf(stream.Context()))
 	}
 	send := func(msg []byte) error {
 		ev, err := delegateEvent(msg)
@@ -114,7 +116,7 @@ func (n *nekteGRPC) Delegate(req *nektev1.DelegateRequest, stream grpc.ServerStr
 func (n *nekteGRPC) Context(ctx context.Context, req *nektev1.ContextRequest) (*nektev1.ContextResponse, error) {
 	env, perr := envelopeParams("envelope", req.GetEnvelope())
 	if perr != nil {
-		return nil, toStatus(perr, traceIDOf(ctx))
+		return nil, toStatus(perr, observability.TraceIDOf(ctx))
 	}
 	if env == nil {
 		env = &nk.Envelope{}
@@ -191,7 +193,7 @@ func (n *nekteGRPC) unary(ctx context.Context, method string, params, result any
 // result's messages go to send.
 func (n *nekteGRPC) run(ctx context.Context, traceID, method string, params any, send func([]byte) error) invokeOutcome {
 	if traceID == "" {
-		traceID = traceIDOf(ctx)
+		traceID = observability.TraceIDOf(ctx)
 	}
 	raw, err := json.Marshal(params)
 	if err != nil {
@@ -395,7 +397,7 @@ type taskStatusResult struct {
 // delegateEvent returns the DelegateEvent of one message of a delegate stream
 // ({"event": name, "data": payload}); nil for an event this contract has no member for.
 func delegateEvent(msg []byte) (*nektev1.DelegateEvent, error) {
-	name, data, err := parseEvent(msg)
+	name, data, err := faces.ParseEvent(msg)
 	if err != nil {
 		return nil, err
 	}
@@ -404,7 +406,7 @@ func delegateEvent(msg []byte) (*nektev1.DelegateEvent, error) {
 		ev, err = lifecycleEvent(name, data)
 	}
 	if err != nil {
-		return nil, errMalformedEvent.Wrap(err)
+		return nil, faces.ErrMalformedEvent.Wrap(err)
 	}
 	return ev, nil
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/gatehouse-dev/gatehouse/auth"
+	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -21,32 +21,6 @@ const mcpPath = "/mcp"
 // (RFC 9728) of its MCP face; protectedResourcePath+mcpPath is the same document at the
 // path RFC 9728 §3.1 derives from the resource's URL.
 const protectedResourcePath = "/.well-known/oauth-protected-resource"
-
-// The error codes of a bearer challenge (RFC 6750 §3.1).
-const (
-	challengeInvalidRequest = "invalid_request"
-	challengeInvalidToken   = "invalid_token"
-)
-
-// bearerChallenge returns the WWW-Authenticate value of the 401 err: Bearer realm="gatehouse",
-// with error="invalid_token" when a credential was presented and refused, or
-// error="invalid_request" when the request presented several (RFC 6750 §3.1; a request
-// without one, or with another scheme, gets no error code), and resource_metadata (RFC 9728
-// §5.1) when resourceMetadata is not empty. It never contains any part of the credential.
-func bearerChallenge(err *gateway.Error, resourceMetadata string) string {
-	out := `Bearer realm="gatehouse"`
-	switch auth.ReasonOf(err) {
-	case "", auth.ReasonNoCredential, auth.ReasonNotLoopback, auth.ReasonUnsupportedScheme:
-	case auth.ReasonAmbiguous:
-		out += `, error="` + challengeInvalidRequest + `"`
-	default:
-		out += `, error="` + challengeInvalidToken + `"`
-	}
-	if resourceMetadata != "" {
-		out += `, resource_metadata="` + resourceMetadata + `"`
-	}
-	return out
-}
 
 // protectedResource is the OAuth protected-resource metadata document (RFC 9728 §2).
 type protectedResource struct {
@@ -62,12 +36,12 @@ type protectedResource struct {
 func (s *Server) handleProtectedResource(c *gin.Context) {
 	w, traceID := c.Writer, observability.NewTraceID()
 	if s.mcp == nil {
-		writeHTTPError(w, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "MCP is not enabled"), traceID)
+		faces.WriteHTTPError(w, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "MCP is not enabled"), traceID, faces.EncodingJSON)
 		return
 	}
 	rt := s.acquire()
 	doc := protectedResource{
-		Resource:               requestOrigin(c.Request) + mcpPath,
+		Resource:               faces.RequestOrigin(c.Request) + mcpPath,
 		AuthorizationServers:   rt.authn.Issuers(),
 		BearerMethodsSupported: []string{"header"},
 		ScopesSupported:        policyScopes(rt.cfg),
@@ -75,7 +49,7 @@ func (s *Server) handleProtectedResource(c *gin.Context) {
 	rt.release()
 	body, _ := json.Marshal(doc) // strings and slices of them always marshal
 	h := w.Header()
-	h.Set("Content-Type", jsonContentType)
+	h.Set("Content-Type", faces.JSONContentType)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Set("Cache-Control", "no-cache") // issuers and scopes change with the configuration
 	h.Set("X-Trace-Id", traceID)

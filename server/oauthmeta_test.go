@@ -6,6 +6,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/faces"
+	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 )
 
 // securedMCPConfig accepts development tokens, serves the MCP face and has a policy.
@@ -25,7 +28,7 @@ func TestProtectedResourceMetadata(t *testing.T) {
 	ts := start(t, securedMCPConfig(t), nil)
 	for _, path := range []string{protectedResourcePath, protectedResourcePath + mcpPath} {
 		status, hdr, body := getCard(t, ts, path, "")
-		if status != http.StatusOK || hdr.Get("Content-Type") != jsonContentType {
+		if status != http.StatusOK || hdr.Get("Content-Type") != faces.JSONContentType {
 			t.Fatalf("GET %s: %d %s", path, status, body)
 		}
 		var got protectedResource
@@ -61,10 +64,10 @@ func TestBearerChallenge(t *testing.T) {
 		header     []string
 		want       string
 	}{
-		{"rpc no credential", rpcPath, nil, `Bearer realm="gatehouse"`},
-		{"rpc bad token", rpcPath, []string{"Authorization", "Bearer " + bad}, `Bearer realm="gatehouse", error="invalid_token"`},
-		{"rpc not a JWT", rpcPath, []string{"Authorization", "Bearer nope"}, `Bearer realm="gatehouse", error="invalid_token"`},
-		{"rpc two credentials", rpcPath, []string{"Authorization", "Bearer " + tok, "X-API-Key", "k"}, `Bearer realm="gatehouse", error="invalid_request"`},
+		{"rpc no credential", httprpc.RPCPath, nil, `Bearer realm="gatehouse"`},
+		{"rpc bad token", httprpc.RPCPath, []string{"Authorization", "Bearer " + bad}, `Bearer realm="gatehouse", error="invalid_token"`},
+		{"rpc not a JWT", httprpc.RPCPath, []string{"Authorization", "Bearer nope"}, `Bearer realm="gatehouse", error="invalid_token"`},
+		{"rpc two credentials", httprpc.RPCPath, []string{"Authorization", "Bearer " + tok, "X-API-Key", "k"}, `Bearer realm="gatehouse", error="invalid_request"`},
 		{"mcp no credential", mcpPath, nil, `Bearer realm="gatehouse"` + meta},
 		{"mcp bad token", mcpPath, []string{"Authorization", "Bearer " + bad}, `Bearer realm="gatehouse", error="invalid_token"` + meta},
 	}
@@ -75,7 +78,7 @@ func TestBearerChallenge(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			req.Header.Set("Content-Type", jsonContentType)
+			req.Header.Set("Content-Type", faces.JSONContentType)
 			req.Header.Set("Accept", "application/json, text/event-stream")
 			for i := 0; i+1 < len(tt.header); i += 2 {
 				req.Header.Set(tt.header[i], tt.header[i+1])

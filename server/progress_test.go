@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpdemo"
 )
@@ -335,32 +334,6 @@ func TestProgressSinks(t *testing.T) {
 			t.Fatalf("batch member: called %v, sink %v, body %s; want a call without sink", ok, s != nil, body[0])
 		}
 	})
-}
-
-func TestAppendProgress(t *testing.T) {
-	total, tiny, huge := 3.0, 1e-7, 1e21
-	tests := []struct {
-		name string
-		p    gateway.Progress
-		want string
-	}{
-		{"progress only", gateway.Progress{Progress: 1}, `{"progress":1}`},
-		{"fraction and total", gateway.Progress{Progress: 0.25, Total: &total}, `{"progress":0.25,"total":3}`},
-		{"message escaped", gateway.Progress{Progress: 2, Message: "a \"b\"\n"}, `{"progress":2,"message":"a \"b\"\n"}`},
-		{"exponents as encoding/json writes them", gateway.Progress{Progress: tiny, Total: &huge}, `{"progress":1e-07,"total":1e+21}`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := string(appendProgress(nil, jsonrpc.NumberID(7), tt.p))
-			want := `{"jsonrpc":"2.0","method":"$/progress","params":{"id":7,` + tt.want[1:] + `}`
-			if got != want {
-				t.Fatalf("got  %s\nwant %s", got, want)
-			}
-			if !json.Valid([]byte(got)) {
-				t.Fatalf("not JSON: %s", got)
-			}
-		})
-	}
 }
 
 // TestMCPProgressNeverStallsTheUpstream: a WebSocket client that never reads must not hold

@@ -84,7 +84,7 @@ func buildRuntime(cfg *Config, log *slog.Logger, now func() time.Time, extra map
 		auth:    authn,
 		authn:   authn,
 		table:   table,
-		limits:  jsonrpc.Limits{MaxDepth: cfg.JSONRPC.MaxDepth, MaxStringBytes: cfg.JSONRPC.MaxStringBytes},
+		limits:  jsonrpc.Limits{MaxDepth: cfg.JSONRPC.MaxDepth, MaxStringBytes: cfg.JSONRPC.MaxStringBytes, MaxBatch: cfg.Batch.MaxSize},
 		log:     log,
 		access:  observability.NewAccessLog(cfg.Log, log),
 		now:     now,
@@ -135,12 +135,4 @@ func (rt *runtime) ready(ctx context.Context) map[string]string {
 		}
 	}
 	return problems
-}
-
-// maxBatch returns the batch size limit for a caller's tier.
-func (rt *runtime) maxBatch(tier string) int {
-	if n, ok := rt.cfg.Batch.Tiers[tier]; ok {
-		return n
-	}
-	return rt.cfg.Batch.MaxSize
 }

@@ -18,6 +18,8 @@ import (
 	"google.golang.org/grpc/health"
 
 	"github.com/gatehouse-dev/gatehouse/auth"
+	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
+	"github.com/gatehouse-dev/gatehouse/faces/ws"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/routing/calculator"
@@ -89,8 +91,9 @@ type Server struct {
 
 	serving  atomic.Bool
 	draining atomic.Bool
-	ws       wsRegistry
-	fresh    freshConns // boundary connections without a request yet, closed at drain
+	http     *httprpc.Face // the JSON-RPC face over HTTP, whose router the boundary serves
+	ws       *ws.Face      // the JSON-RPC face over WebSocket
+	fresh    freshConns    // boundary connections without a request yet, closed at drain
 }
 
 // New builds the runtime for cfg and binds the boundary and admin listeners, so that
@@ -132,7 +135,7 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	}
 	s.boundaryLn = netutil.LimitListener(s.boundaryLn, b.MaxConnections)
 	s.boundary = &http.Server{
-		Handler:           s.withJWKS(s.boundaryHandler()),
+		Handler:           s.boundaryHandler(),
 		ConnState:         s.fresh.track,
 		ReadHeaderTimeout: b.ReadHeaderTimeout,
 		ReadTimeout:       b.ReadTimeout,
@@ -161,7 +164,8 @@ func newServer(cfg *Config, opts Options) (_ *Server, err error) {
 		opts.Now = time.Now
 	}
 	s := &Server{opts: opts, log: opts.Logger, listen: cfg.Server, stateCfg: cfg.State}
-	s.ws.init()
+	s.http = httprpc.New(httpGateway{s}, s.log)
+	s.ws = ws.New(wsGateway{s}, s.log)
 	s.startMetrics(cfg)
 	s.kv = opts.State
 	if s.kv == nil {
@@ -425,7 +429,7 @@ func (s *Server) shutdown() error {
 			}
 		})
 	}
-	wsErr := s.ws.drain(ctx)
+	wsErr := s.ws.Drain(ctx)
 	wg.Wait()
 	adminErr := s.admin.Shutdown(ctx)
 	s.closeCore()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 )
 
@@ -106,8 +107,8 @@ func TestChaosSlowWebSocketConsumer(t *testing.T) {
 			}
 			received, closeErr := drainWS(t, slow)
 			var ce *websocket.CloseError
-			if !errors.As(closeErr, &ce) || ce.Code != websocket.ClosePolicyViolation || ce.Text != closeReasonSlow {
-				t.Fatalf("the slow consumer ended with %v, want close 1008 %q", closeErr, closeReasonSlow)
+			if !errors.As(closeErr, &ce) || ce.Code != websocket.ClosePolicyViolation || ce.Text != faces.CloseReasonSlow {
+				t.Fatalf("the slow consumer ended with %v, want close 1008 %q", closeErr, faces.CloseReasonSlow)
 			}
 			// What waited when the consumer was cut off is dropped, not sent: about a queue's worth.
 			if lost := hose.produced.Load() - received; lost <= tt.extra/2 || lost > tt.extra+1 {
@@ -178,7 +179,7 @@ func TestChaosSlowSSEConsumer(t *testing.T) {
 				t.Fatalf("the stream ended with event %q %s, want an error event", last.name, last.data)
 			}
 			r := decodeOne(t, last.data)
-			if r.Error == nil || r.Error.Code != 5002 || r.Error.Data["reason"] != closeReasonSlow || string(r.ID) != "1" {
+			if r.Error == nil || r.Error.Code != 5002 || r.Error.Data["reason"] != faces.CloseReasonSlow || string(r.ID) != "1" {
 				t.Fatalf("final event %s", last.data)
 			}
 			if lost := hose.produced.Load() - received; lost <= tt.extra/2 || lost > tt.extra+1 {

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -627,4 +629,17 @@ tracing: {export_interval: 10ms}
 		!containsAttr(s.Events[0].Attributes, "gatehouse.breaker.state", "open") || s.Status.Code != codes.Error {
 		t.Fatalf("span %s events %+v", describeSpans(spans), s.Events)
 	}
+}
+
+// The span names the wire contract promises (observability's span tree).
+const (
+	spanBatch       = "jsonrpc batch"
+	spanHTTPIngress = "http POST /rpc"
+)
+
+// callerHash is the caller's pseudonym in spans: the first 8 bytes of SHA-256 of its
+// subject, in hex.
+func callerHash(subject string) string {
+	sum := sha256.Sum256([]byte(subject))
+	return hex.EncodeToString(sum[:8])
 }

@@ -108,11 +108,7 @@ func TestWSSlowConsumerIsDisconnected(t *testing.T) {
 	}
 }
 
-func (s *Server) wsCount() int {
-	s.ws.mu.Lock()
-	defer s.ws.mu.Unlock()
-	return len(s.ws.conns)
-}
+func (s *Server) wsCount() int { return s.ws.Open() }
 
 func TestWSMessageTooBig(t *testing.T) {
 	ts := start(t, strings.Replace(baseConfig, "websocket: {}", "websocket: {max_message_bytes: 100}", 1), nil)

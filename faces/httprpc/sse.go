@@ -1,12 +1,9 @@
-package server
+package httprpc
 
 import (
 	"context"
-	"errors"
-	"io"
 	"math"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,39 +11,10 @@ import (
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/codecs/nekte"
 	"github.com/gatehouse-dev/gatehouse/codecs/sse"
+	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
-
-// relay delivers the messages of a streamed result through send, each as a "$/stream"
-// notification tied to the request id, and returns the final outcome: the result
-// {"messages": n} after the last one, or the stream's error.
-func relay(ctx context.Context, id jsonrpc.ID, s gateway.Stream, send func([]byte) error) outcome {
-	var buf []byte
-	seq := 0
-	return relayMessages(ctx, id, s, func(msg []byte) error {
-		buf = jsonrpc.AppendStreamMessage(buf[:0], id, seq, msg)
-		seq++
-		return send(buf)
-	})
-}
-
-// relayMessages passes each message of s to send as it is, then returns the final outcome
-// ({"messages": n}, or the error that ended the stream).
-func relayMessages(ctx context.Context, id jsonrpc.ID, s gateway.Stream, send func([]byte) error) outcome {
-	for n := 0; ; n++ {
-		msg, err := s.Recv(ctx)
-		if errors.Is(err, io.EOF) {
-			return outcome{res: gateway.NewResult(append(strconv.AppendInt([]byte(`{"messages":`), int64(n), 10), '}')), id: id}
-		}
-		if err != nil {
-			return outcome{err: gateway.AsError(err), id: id}
-		}
-		if err := send(msg); err != nil {
-			return outcome{err: gateway.AsError(err), id: id}
-		}
-	}
-}
 
 // sseWriter turns an HTTP response into an event stream the first time an event is
 // written (a message of a streamed result, a progress report); each JSON-RPC message is
@@ -73,9 +41,9 @@ type sseWriter struct {
 	slow     *gateway.Error // set when the consumer let the queue stay full: why
 	finished bool
 
-	q      *sendQueue[[]byte] // nil until started
-	failed atomic.Bool        // a write failed: the consumer is gone
-	done   chan struct{}      // closed when the writer has exited
+	q      *faces.SendQueue[[]byte] // nil until started
+	failed atomic.Bool              // a write failed: the consumer is gone
+	done   chan struct{}            // closed when the writer has exited
 }
 
 // newSSEWriter returns the event writer of the HTTP response to a request with context ctx;
@@ -84,8 +52,8 @@ func newSSEWriter(ctx context.Context, w http.ResponseWriter, limits SSEConfig, 
 	return &sseWriter{ctx: ctx, w: w, limits: limits, timeout: writeTimeout}
 }
 
-func (sw *sseWriter) deliver(ctx context.Context, id jsonrpc.ID, s gateway.Stream) outcome {
-	return relay(ctx, id, s, func(msg []byte) error { return sw.send("", msg) })
+func (sw *sseWriter) deliver(ctx context.Context, id jsonrpc.ID, s gateway.Stream) faces.Outcome {
+	return faces.Relay(ctx, id, s, func(msg []byte) error { return sw.send("", msg) })
 }
 
 // startLocked sends the event stream's headers and starts its writer, once; sw.mu is held.
@@ -99,7 +67,7 @@ func (sw *sseWriter) startLocked() {
 	}
 	sw.w.WriteHeader(http.StatusOK)
 	sw.started = true
-	sw.q = newSendQueue(sw.limits.SendQueue, sw.limits.SendQueueBytes, func(f []byte) int { return len(f) })
+	sw.q = faces.NewSendQueue(sw.limits.SendQueue, sw.limits.SendQueueBytes, func(f []byte) int { return len(f) })
 	sw.done = make(chan struct{})
 	go sw.write()
 }
@@ -109,8 +77,8 @@ func (sw *sseWriter) startLocked() {
 func (sw *sseWriter) write() {
 	defer close(sw.done)
 	rc := http.NewResponseController(sw.w)
-	for frame := range sw.q.ch {
-		sw.q.taken(frame)
+	for frame := range sw.q.Chan() {
+		sw.q.Taken(frame)
 		if sw.failed.Load() {
 			continue
 		}
@@ -144,7 +112,7 @@ func (sw *sseWriter) send(name string, data []byte) error {
 	}
 	sw.startLocked()
 	sw.mu.Unlock()
-	if sw.q.push(sw.ctx, sse.AppendEvent(nil, name, data), slowConsumerWait(sw.timeout)) {
+	if sw.q.Push(sw.ctx, sse.AppendEvent(nil, name, data), faces.SlowConsumerWait(sw.timeout)) {
 		return nil
 	}
 	sw.mu.Lock()
@@ -152,10 +120,10 @@ func (sw *sseWriter) send(name string, data []byte) error {
 	switch {
 	case sw.ctx.Err() != nil || sw.failed.Load():
 		return errStreamGone
-	case len(sw.q.ch) >= cap(sw.q.ch):
-		sw.slow = errSlowConsumer("sse.send_queue", int64(sw.limits.SendQueue))
+	case sw.q.Len() >= sw.q.Cap():
+		sw.slow = faces.ErrSlowConsumer("sse.send_queue", int64(sw.limits.SendQueue))
 	default:
-		sw.slow = errSlowConsumer("sse.send_queue_bytes", sw.limits.SendQueueBytes)
+		sw.slow = faces.ErrSlowConsumer("sse.send_queue_bytes", sw.limits.SendQueueBytes)
 	}
 	return sw.slow
 }
@@ -169,7 +137,7 @@ func (sw *sseWriter) offer(data []byte) bool {
 		return false
 	}
 	sw.startLocked()
-	return sw.q.tryPush(sse.AppendEvent(nil, "", data), cap(sw.q.ch)/2, sw.limits.SendQueueBytes/2)
+	return sw.q.TryPush(sse.AppendEvent(nil, "", data), sw.q.Cap()/2, sw.limits.SendQueueBytes/2)
 }
 
 // finish ends the event stream: the frame final makes (none when final is nil) goes after
@@ -186,15 +154,14 @@ func (sw *sseWriter) finish(final func(slow bool) []byte) {
 	sw.finished = true
 	slow := sw.slow != nil
 	if slow {
-		sw.q.drop()
+		sw.q.Drop()
 	}
 	sw.mu.Unlock()
 	if final != nil && !sw.failed.Load() {
 		frame := final(slow)
-		sw.q.bytes.take(len(frame), math.MaxInt64)
-		sw.q.ch <- frame // the writer drains the queue: it frees room within a write timeout
+		sw.q.PushFinal(frame) // the writer drains the queue: it frees room within a write timeout
 	}
-	close(sw.q.ch)
+	close(sw.q.Chan())
 	<-sw.done
 }
 
@@ -248,71 +215,36 @@ func (sw *sseWriter) unlessStarted(f func()) {
 }
 
 // progress returns a sink sending request id's progress as events of the stream, and
-// stop (see progressSink). The sink only queues (offer), so a client that reads slowly
+// stop (see faces.ProgressSink). The sink only queues (offer), so a client that reads slowly
 // never stalls the backend; the response event the handler writes next goes through the
 // same queue, after them.
 func (sw *sseWriter) progress(id jsonrpc.ID) (sink func(gateway.Progress), stop func()) {
-	return progressSink(id, sw.offer)
+	return faces.ProgressSink(id, sw.offer)
 }
 
-// methodProgress (server → client) reports the progress of a request in flight; it is sent
-// before the request's response and never after it:
-//
-//	{"jsonrpc":"2.0","method":"$/progress","params":{"id":<id>,"progress":n,"total":t,"message":m}}
-//
-// total and message are left out when the backend did not send them.
-const methodProgress = "$/progress"
-
-// progressSink returns a progress sink for request id that passes each report, as a
-// $/progress notification, to offer, and stop, after which reports are dropped. offer must
-// not block; it reports whether it took the message (one it refuses is dropped: progress
-// is advisory). A report being offered when stop is called is finished first, so none is
-// offered once stop has returned.
-func progressSink(id jsonrpc.ID, offer func([]byte) bool) (sink func(gateway.Progress), stop func()) {
-	var mu sync.Mutex
-	stopped := false
-	sink = func(p gateway.Progress) {
-		if !finite(p.Progress) {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if !stopped {
-			_ = offer(appendProgress(nil, id, p))
-		}
+// deliverEvents makes the HTTP response a stream of s's named events (faces.EventDeliverer):
+// the headers go out at once, each event is queued for the stream's writer as it comes
+// (see sseWriter), and a stream that fails ends with an "error" event. The response ends
+// when it returns; its outcome is not written. A caller that goes away cancels ctx, which
+// ends the stream (the caller of deliverEvents closes it).
+func (sw *sseWriter) deliverEvents(ctx context.Context, id jsonrpc.ID, s gateway.Stream) faces.Outcome {
+	sw.beginNamed()
+	out := faces.RelayEvents(ctx, id, s, sw.send)
+	if out.Err != nil && ctx.Err() == nil {
+		sw.finish(func(bool) []byte {
+			frame, _ := nekte.AppendEvent(nil, nekte.ErrorEvent{Code: out.Err.Code(), Message: out.Err.Message()})
+			return frame
+		})
 	}
-	stop = func() {
-		mu.Lock()
-		stopped = true
-		mu.Unlock()
-	}
-	return sink, stop
+	sw.finish(nil)
+	return out
 }
 
-// appendProgress appends the $/progress notification of p for request id.
-func appendProgress(dst []byte, id jsonrpc.ID, p gateway.Progress) []byte {
-	dst = append(dst, `{"jsonrpc":"2.0","method":"`+methodProgress+`","params":{"id":`...)
-	dst = append(dst, id.Raw()...)
-	dst = append(dst, `,"progress":`...)
-	dst = appendNumber(dst, p.Progress)
-	if p.Total != nil && finite(*p.Total) {
-		dst = append(dst, `,"total":`...)
-		dst = appendNumber(dst, *p.Total)
-	}
-	if p.Message != "" {
-		dst = append(dst, `,"message":`...)
-		dst = jsonrpc.AppendString(dst, p.Message)
-	}
-	return append(dst, "}}"...)
+// beginNamed makes the response a stream of named events and sends its headers.
+func (sw *sseWriter) beginNamed() {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	sw.named = true
+	sw.startLocked()
+	sw.q.TryPush(nil, 1, math.MaxInt64) // an empty frame: the writer flushes the headers at once
 }
-
-// appendNumber appends a finite f as a JSON number, formatted as encoding/json does.
-func appendNumber(dst []byte, f float64) []byte {
-	format := byte('f')
-	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
-		format = 'e'
-	}
-	return strconv.AppendFloat(dst, f, format, -1, 64)
-}
-
-func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

@@ -1,4 +1,4 @@
-package server
+package ws
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
+	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -54,7 +55,7 @@ func (c *wsConn) register(payload *jsonrpc.Payload) func() {
 	}
 }
 
-// begin gives a registered request its context and input (exchange.begin).
+// begin gives a registered request its context and input (delivery.Begin).
 func (c *wsConn) begin(ctx context.Context, id jsonrpc.ID) (context.Context, gateway.Stream, func()) {
 	c.callsMu.Lock()
 	call := c.calls[id.Key()]
@@ -67,7 +68,7 @@ func (c *wsConn) begin(ctx context.Context, id jsonrpc.ID) (context.Context, gat
 
 // control handles a message addressed to the face itself ($/stream/send, $/stream/end,
 // $/cancelRequest) and reports whether it was one; its answer goes back in enc.
-func (c *wsConn) control(payload *jsonrpc.Payload, derr *jsonrpc.DecodeError, enc wireEncoding) bool {
+func (c *wsConn) control(payload *jsonrpc.Payload, derr *jsonrpc.DecodeError, enc faces.Encoding) bool {
 	if derr != nil || payload.Batch || payload.Members[0].Err != nil {
 		return false
 	}
@@ -81,7 +82,7 @@ func (c *wsConn) control(payload *jsonrpc.Payload, derr *jsonrpc.DecodeError, en
 	if !req.IsNotification() {
 		var out []byte
 		if err != nil {
-			out = appendError(nil, req.ID, err, observability.NewTraceID())
+			out = faces.AppendError(nil, req.ID, err, observability.NewTraceID())
 		} else {
 			out = jsonrpc.AppendResult(nil, req.ID, []byte("true"))
 		}

@@ -1,4 +1,4 @@
-package server
+package ws
 
 import (
 	"net/http"
@@ -7,6 +7,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/gatehouse-dev/gatehouse/auth"
+	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
@@ -16,14 +17,14 @@ import (
 // subprotocols.
 const wsBearerPrefix = "bearer."
 
-// wsCredentials returns the credentials of a /ws upgrade request — its headers, or a bearer
+// credentials returns the credentials of a /ws upgrade request — its headers, or a bearer
 // token offered as the subprotocol bearer.<token> — and the subprotocol to select. /ws
 // defines no subprotocol of its own, so with a bearer entry the selected one is that entry
 // itself: a browser fails the handshake when the server selects one it did not offer.
 // A bearer entry together with an Authorization header, or two bearer entries, are refused
 // as ambiguous; an empty one as malformed. The token is never logged.
-func wsCredentials(r *http.Request, zone gateway.TrustZone) (gateway.Credentials, string, *gateway.Error) {
-	creds := httpCredentials(r, zone)
+func credentials(r *http.Request, zone gateway.TrustZone) (gateway.Credentials, string, *gateway.Error) {
+	creds := faces.HTTPCredentials(r, zone)
 	var entry string
 	for _, p := range websocket.Subprotocols(r) {
 		if !strings.HasPrefix(p, wsBearerPrefix) {

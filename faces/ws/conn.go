@@ -1,9 +1,8 @@
-package server
+package ws
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -13,51 +12,48 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gin-gonic/gin"
 	"github.com/gorilla/websocket"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/codecs/msgpack"
+	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/resilience"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
-// closeReasonShutdown is the close reason of a connection the server drains or aborts
-// (closeReasonSlow, in sendqueue.go, that of a slow consumer).
-const closeReasonShutdown = "server shutting down"
-
-// handleWS serves GET /ws: the caller is authenticated from the upgrade request's headers
+// ServeHTTP serves GET /ws: the caller is authenticated from the upgrade request's headers
 // (Authorization, X-API-Key, or a bearer token offered as the subprotocol bearer.<token>,
 // which is then the subprotocol selected), then each message is one JSON-RPC body (a
-// request or a batch): JSON in a text message, MessagePack in a binary one. What a message's requests produce — responses, progress,
-// stream and event notifications — goes back in messages of the same kind. Requests run
-// concurrently and their responses are sent as they complete.
-func (s *Server) handleWS(c *gin.Context) {
-	rt := s.acquire()
-	cfg, w, r := rt.cfg.WebSocket, c.Writer, c.Request
-	upgrade := rt.extractHTTP(r) // the caller's trace, which the connection's messages continue
-	traceID := traceIDOf(upgrade)
+// request or a batch): JSON in a text message, MessagePack in a binary one. What a
+// message's requests produce — responses, progress, stream and event notifications — goes
+// back in messages of the same kind. Requests run concurrently and their responses are
+// sent as they complete.
+func (f *Face) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rt := f.gw.Acquire()
+	p, cfg := rt.Pipeline(), rt.WebSocket()
+	upgrade := p.Tracer.ExtractHTTP(r) // the caller's trace, which the connection's messages continue
+	traceID := observability.TraceIDOf(upgrade)
 	if cfg == nil {
-		rt.release()
-		writeHTTPError(w, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "WebSocket is not enabled"), traceID)
+		rt.Release()
+		faces.WriteHTTPError(w, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "WebSocket is not enabled"), traceID, faces.EncodingJSON)
 		return
 	}
-	creds, subprotocol, refused := wsCredentials(r, gateway.ZoneExternal)
+	creds, subprotocol, refused := credentials(r, gateway.ZoneExternal)
 	if refused != nil {
-		rt.release()
-		writeAuthError(w, refused, traceID)
+		rt.Release()
+		faces.WriteChallenge(w, refused, traceID, faces.EncodingJSON, "")
 		return
 	}
-	principal, err := rt.auth.Authenticate(r.Context(), creds)
-	rt.release()
+	principal, err := rt.Authenticator().Authenticate(r.Context(), creds)
+	rt.Release()
 	if err != nil {
-		writeAuthError(w, gateway.AsError(err), traceID)
+		faces.WriteChallenge(w, gateway.AsError(err), traceID, faces.EncodingJSON, "")
 		return
 	}
-	if s.draining.Load() {
-		writeHTTPError(w, http.StatusServiceUnavailable, gateway.NewError(schemas.CodeShuttingDown), traceID)
+	if f.gw.Draining() {
+		faces.WriteHTTPError(w, http.StatusServiceUnavailable, gateway.NewError(schemas.CodeShuttingDown), traceID, faces.EncodingJSON)
 		return
 	}
 	up := websocket.Upgrader{
@@ -71,12 +67,12 @@ func (s *Server) handleWS(c *gin.Context) {
 	if err != nil {
 		return // the upgrader has answered the client
 	}
-	wc := newWSConn(s, conn, *cfg, principal)
+	wc := newConn(f, conn, *cfg, principal)
 	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
 		wc.ctx = resilience.WithClientAddr(wc.ctx, ap.Addr()) // anonymous callers' rate-limit identity
 	}
-	wc.ctx = withTraceParentOf(wc.ctx, upgrade)
-	if !s.ws.add(wc) {
+	wc.ctx = observability.WithTraceParentOf(wc.ctx, upgrade)
+	if !f.conns.add(wc) {
 		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, closeReasonShutdown), time.Now().Add(time.Second))
 		_ = conn.Close()
 		return
@@ -100,16 +96,16 @@ func originChecker(allowed []string) func(*http.Request) bool {
 // wsConn is one WebSocket connection: one reader (the handler's goroutine), one writer,
 // and a goroutine per running request.
 type wsConn struct {
-	s         *Server
+	f         *Face
 	conn      *websocket.Conn
-	cfg       WebSocketConfig
+	cfg       Config
 	principal gateway.Principal
 
 	ctx    context.Context // cancelled when the peer is gone or the connection is failed
 	cancel context.CancelFunc
 
-	send     *sendQueue[wsFrame] // what waits for the writer
-	inflight chan struct{}       // one token per running request
+	send     *faces.SendQueue[wsFrame] // what waits for the writer
+	inflight chan struct{}             // one token per running request
 	running  sync.WaitGroup
 
 	callsMu sync.Mutex
@@ -124,11 +120,11 @@ type wsConn struct {
 	done       chan struct{} // closed when the connection is fully finished
 }
 
-func newWSConn(s *Server, conn *websocket.Conn, cfg WebSocketConfig, p gateway.Principal) *wsConn {
+func newConn(f *Face, conn *websocket.Conn, cfg Config, p gateway.Principal) *wsConn {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &wsConn{
-		s: s, conn: conn, cfg: cfg, principal: p, ctx: ctx, cancel: cancel,
-		send:       newSendQueue(cfg.SendQueue, cfg.SendQueueBytes, func(f wsFrame) int { return len(f.data) }),
+		f: f, conn: conn, cfg: cfg, principal: p, ctx: ctx, cancel: cancel,
+		send:       faces.NewSendQueue(cfg.SendQueue, cfg.SendQueueBytes, func(f wsFrame) int { return len(f.data) }),
 		inflight:   make(chan struct{}, cfg.MaxInFlight),
 		calls:      make(map[string]*wsCall),
 		closing:    make(chan struct{}),
@@ -141,7 +137,7 @@ func newWSConn(s *Server, conn *websocket.Conn, cfg WebSocketConfig, p gateway.P
 // drains it.
 func (c *wsConn) serve() {
 	defer close(c.done)
-	defer c.s.ws.remove(c)
+	defer c.f.conns.remove(c)
 	go c.writeLoop()
 	c.readLoop()
 	if !c.draining.Load() {
@@ -164,18 +160,18 @@ func (c *wsConn) readLoop() {
 			return
 		}
 		alive()
-		enc := encodingJSON
+		enc := faces.EncodingJSON
 		switch mt {
 		case websocket.TextMessage:
 		case websocket.BinaryMessage:
-			enc = encodingMsgpack
+			enc = faces.EncodingMsgpack
 		default:
 			continue
 		}
 		lim := c.limits()
-		text, terr := enc.toJSON(data, lim, c.cfg.MaxMessageBytes)
+		text, terr := enc.ToJSON(data, lim, c.cfg.MaxMessageBytes)
 		if terr != nil {
-			c.enqueue(enc, appendError(nil, jsonrpc.ID{}, terr, observability.NewTraceID()))
+			c.enqueue(enc, faces.AppendError(nil, jsonrpc.ID{}, terr, observability.NewTraceID()))
 			continue
 		}
 		payload, derr := jsonrpc.Decode(text, lim)
@@ -194,60 +190,86 @@ func (c *wsConn) readLoop() {
 	}
 }
 
-// handle runs one message's requests on the runtime current when it arrived; what they
-// produce goes back in enc.
-func (c *wsConn) handle(payload jsonrpc.Payload, derr *jsonrpc.DecodeError, enc wireEncoding, unregister func()) {
+// handle runs one message's requests on the configuration in force when it arrived; what
+// they produce goes back in enc.
+func (c *wsConn) handle(payload jsonrpc.Payload, derr *jsonrpc.DecodeError, enc faces.Encoding, unregister func()) {
 	defer c.running.Done()
 	defer func() { <-c.inflight }()
 	defer unregister()
-	rt := c.s.acquire()
-	defer rt.release()
-	ctx, span, traceID := rt.startMessage(c.ctx, &payload, derr)
+	rt := c.f.gw.Acquire()
+	defer rt.Release()
+	p := rt.Pipeline()
+	ctx, span, traceID := p.Tracer.StartMessage(c.ctx, gateway.ProtocolWebSocket, spanIngress, &payload, derr)
 	if span != nil {
 		defer span.End()
 	}
-	ex := exchange{
-		principal: c.principal,
-		zone:      gateway.ZoneExternal,
-		protocol:  gateway.ProtocolWebSocket,
-		deadline:  rt.cfg.Deadline.Resolve(rt.now(), 0),
-		traceID:   traceID,
-		span:      span,
-		encoding:  enc,
-		begin:     c.begin,
-		progress: func(id jsonrpc.ID, _ bool) (func(gateway.Progress), func()) {
-			return progressSink(id, func(msg []byte) bool { return c.offer(enc, msg) })
-		},
-		stream: func(ctx context.Context, id jsonrpc.ID, s gateway.Stream) outcome {
-			return relay(ctx, id, s, func(msg []byte) error {
-				c.enqueue(enc, bytes.Clone(msg))
-				return c.ctx.Err()
-			})
-		},
-		events: func(ctx context.Context, id jsonrpc.ID, s gateway.Stream) outcome {
-			return relayEvents(ctx, id, s, func(name string, data []byte) error {
-				c.enqueue(enc, appendEventNote(nil, id, name, data))
-				return c.ctx.Err()
-			})
-		},
+	ex := faces.Exchange{
+		Principal: c.principal,
+		Zone:      gateway.ZoneExternal,
+		Protocol:  gateway.ProtocolWebSocket,
+		Deadline:  p.Resolve(0),
+		TraceID:   traceID,
+		Span:      span,
+		Delivery:  &delivery{c: c, enc: enc},
 	}
-	if out := rt.servePayload(ctx, &ex, payload, derr, nil); len(out) > 0 {
+	if out := p.ServePayload(ctx, &ex, payload, derr, nil); len(out) > 0 {
 		c.enqueue(enc, out)
 	}
 }
 
+// delivery is how what a message's requests produce beyond their responses reaches the
+// connection, in the message's encoding: each request's own context and input stream
+// ($/cancelRequest, $/stream/send), progress, streamed results and named events.
+type delivery struct {
+	c   *wsConn
+	enc faces.Encoding
+}
+
+var (
+	_ faces.InputDeliverer    = (*delivery)(nil)
+	_ faces.ProgressDeliverer = (*delivery)(nil)
+	_ faces.StreamDeliverer   = (*delivery)(nil)
+	_ faces.EventDeliverer    = (*delivery)(nil)
+)
+
+// Begin implements faces.InputDeliverer.
+func (d *delivery) Begin(ctx context.Context, id jsonrpc.ID) (context.Context, gateway.Stream, func()) {
+	return d.c.begin(ctx, id)
+}
+
+// Progress implements faces.ProgressDeliverer: every request with an id gets a sink.
+func (d *delivery) Progress(id jsonrpc.ID, _ bool) (func(gateway.Progress), func()) {
+	return faces.ProgressSink(id, func(msg []byte) bool { return d.c.offer(d.enc, msg) })
+}
+
+// DeliverStream implements faces.StreamDeliverer: each message as a $/stream notification.
+func (d *delivery) DeliverStream(ctx context.Context, id jsonrpc.ID, s gateway.Stream) faces.Outcome {
+	return faces.Relay(ctx, id, s, func(msg []byte) error {
+		d.c.enqueue(d.enc, bytes.Clone(msg))
+		return d.c.ctx.Err()
+	})
+}
+
+// DeliverEvents implements faces.EventDeliverer: each event as a $/event notification.
+func (d *delivery) DeliverEvents(ctx context.Context, id jsonrpc.ID, s gateway.Stream) faces.Outcome {
+	return faces.RelayEvents(ctx, id, s, func(name string, data []byte) error {
+		d.c.enqueue(d.enc, faces.AppendEventNote(nil, id, name, data))
+		return d.c.ctx.Err()
+	})
+}
+
 // limits returns the decoder limits of the current configuration for this caller.
 func (c *wsConn) limits() jsonrpc.Limits {
-	rt := c.s.acquire()
-	defer rt.release()
-	return rt.limitsFor(c.principal)
+	rt := c.f.gw.Acquire()
+	defer rt.Release()
+	return rt.Pipeline().LimitsFor(c.principal)
 }
 
 // rejectOverloaded answers every request of a message that found no in-flight slot.
-func (c *wsConn) rejectOverloaded(payload jsonrpc.Payload, derr *jsonrpc.DecodeError, enc wireEncoding) {
+func (c *wsConn) rejectOverloaded(payload jsonrpc.Payload, derr *jsonrpc.DecodeError, enc faces.Encoding) {
 	err := gateway.Errorf(schemas.CodeOverloaded, "Too many requests in flight on this connection").
 		With("limit", "max_in_flight").With("max", c.cfg.MaxInFlight).With("retry_after_ms", 100)
-	if out := reject(payload, derr, nil, err, observability.NewTraceID()); len(out) > 0 {
+	if out := faces.Reject(payload, derr, nil, err, observability.NewTraceID()); len(out) > 0 {
 		c.enqueue(enc, out)
 	}
 }
@@ -259,24 +281,24 @@ type wsFrame struct {
 }
 
 // frame returns msg, JSON text the caller no longer needs, as a message in enc.
-func (c *wsConn) frame(enc wireEncoding, msg []byte) wsFrame {
-	if enc != encodingMsgpack {
+func (c *wsConn) frame(enc faces.Encoding, msg []byte) wsFrame {
+	if enc != faces.EncodingMsgpack {
 		return wsFrame{data: msg}
 	}
 	if data, err := msgpack.FromJSON(msg); err == nil {
 		return wsFrame{data: data, binary: true}
 	}
 	traceID := observability.NewTraceID()
-	c.s.log.Error("a WebSocket message has no MessagePack form", "trace_id", traceID)
-	data, _ := enc.fromJSON(msg, traceID)
+	c.f.log.Error("a WebSocket message has no MessagePack form", "trace_id", traceID)
+	data, _ := enc.FromJSON(msg, traceID)
 	return wsFrame{data: data, binary: true}
 }
 
 // enqueue hands a response, JSON text, to the writer in enc. When the queue is full
 // (websocket.send_queue messages or send_queue_bytes bytes) it waits for room up to half
 // websocket.write_timeout; a consumer whose queue stays full that long is disconnected.
-func (c *wsConn) enqueue(enc wireEncoding, msg []byte) {
-	if !c.send.push(c.ctx, c.frame(enc, msg), slowConsumerWait(c.cfg.WriteTimeout)) && c.ctx.Err() == nil {
+func (c *wsConn) enqueue(enc faces.Encoding, msg []byte) {
+	if !c.send.Push(c.ctx, c.frame(enc, msg), faces.SlowConsumerWait(c.cfg.WriteTimeout)) && c.ctx.Err() == nil {
 		c.slow()
 	}
 }
@@ -285,21 +307,21 @@ func (c *wsConn) enqueue(enc wireEncoding, msg []byte) {
 // it is dropped, and it is closed with 1008 and closeReasonSlow once the writer can send
 // the close frame (within websocket.write_timeout).
 func (c *wsConn) slow() {
-	c.s.log.Warn("disconnecting slow WebSocket consumer", "queued", len(c.send.ch), "queued_bytes", c.send.bytes.n.Load(),
+	c.f.log.Warn("disconnecting slow WebSocket consumer", "queued", c.send.Len(), "queued_bytes", c.send.Bytes(),
 		"send_queue", c.cfg.SendQueue, "send_queue_bytes", c.cfg.SendQueueBytes)
 	c.cancel()
-	c.closeWith(websocket.ClosePolicyViolation, closeReasonSlow)
+	c.closeWith(websocket.ClosePolicyViolation, faces.CloseReasonSlow)
 }
 
 // offer queues a progress report for the writer, in enc, without ever waiting: it is
 // dropped when the connection is ending or the send queue is half full (in messages or in
 // bytes), so that reports never take the room the responses that follow them need. Every
-// request with an id gets a sink offering its reports here (exchange.progress).
-func (c *wsConn) offer(enc wireEncoding, msg []byte) bool {
-	if c.ctx.Err() != nil || 2*len(c.send.ch) >= cap(c.send.ch) {
+// request with an id gets a sink offering its reports here (delivery.Progress).
+func (c *wsConn) offer(enc faces.Encoding, msg []byte) bool {
+	if c.ctx.Err() != nil || 2*c.send.Len() >= c.send.Cap() {
 		return false
 	}
-	return c.send.tryPush(c.frame(enc, msg), cap(c.send.ch)/2, c.cfg.SendQueueBytes/2)
+	return c.send.TryPush(c.frame(enc, msg), c.send.Cap()/2, c.cfg.SendQueueBytes/2)
 }
 
 // closeWith asks the writer to flush what is queued, send a close frame and close. The
@@ -337,8 +359,8 @@ func (c *wsConn) writeLoop() {
 		default:
 		}
 		select {
-		case msg := <-c.send.ch:
-			c.send.taken(msg)
+		case msg := <-c.send.Chan():
+			c.send.Taken(msg)
 			if c.write(msg) != nil {
 				c.cancel()
 				return
@@ -367,13 +389,13 @@ func (c *wsConn) goodbye() {
 // is dropped.
 func (c *wsConn) flush() {
 	if c.closeCode == websocket.ClosePolicyViolation {
-		c.send.drop()
+		c.send.Drop()
 		return
 	}
 	for {
 		select {
-		case msg := <-c.send.ch:
-			c.send.taken(msg)
+		case msg := <-c.send.Chan():
+			c.send.Taken(msg)
 			if c.write(msg) != nil {
 				return
 			}
@@ -390,56 +412,4 @@ func (c *wsConn) write(f wsFrame) error {
 		mt = websocket.BinaryMessage
 	}
 	return c.conn.WriteMessage(mt, f.data)
-}
-
-// wsRegistry tracks open WebSocket connections so a shutdown can drain them (http.Server
-// does not track hijacked connections).
-type wsRegistry struct {
-	mu     sync.Mutex
-	conns  map[*wsConn]struct{}
-	closed bool
-}
-
-func (r *wsRegistry) init() { r.conns = make(map[*wsConn]struct{}) }
-
-func (r *wsRegistry) add(c *wsConn) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return false
-	}
-	r.conns[c] = struct{}{}
-	return true
-}
-
-func (r *wsRegistry) remove(c *wsConn) {
-	r.mu.Lock()
-	delete(r.conns, c)
-	r.mu.Unlock()
-}
-
-// drain stops every connection reading, waits for their running requests to be answered,
-// and closes them with 1001; connections still busy when ctx ends are aborted.
-func (r *wsRegistry) drain(ctx context.Context) error {
-	r.mu.Lock()
-	r.closed = true
-	conns := make([]*wsConn, 0, len(r.conns))
-	for c := range r.conns {
-		conns = append(conns, c)
-	}
-	r.mu.Unlock()
-	for _, c := range conns {
-		c.beginDrain()
-	}
-	for _, c := range conns {
-		select {
-		case <-c.done:
-		case <-ctx.Done():
-			for _, c := range conns {
-				c.abort()
-			}
-			return errors.New("websocket connections still busy at the end of the grace period")
-		}
-	}
-	return nil
 }

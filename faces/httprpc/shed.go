@@ -1,4 +1,4 @@
-package server
+package httprpc
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
@@ -20,7 +21,7 @@ import (
 // WWW-Authenticate: Bearer error="insufficient_scope", scope="<the missing scopes>", so a
 // client can ask for a token carrying them. The body is the JSON-RPC error response as
 // always. Batches keep 200: their members succeed and fail independently; so do nekte.*
-// methods, whose wire contract wants every JSON-RPC error with 200 (handleRPC).
+// methods, whose wire contract wants every JSON-RPC error with 200 (Face.serveRPC).
 //
 // shedCodes are those codes.
 var shedCodes = []schemas.Code{schemas.CodeRateLimited, schemas.CodeOverloaded,
@@ -49,7 +50,7 @@ func shedWriter(w http.ResponseWriter, out []byte) http.ResponseWriter {
 	if err := json.Unmarshal(out, &resp); err == nil {
 		setRetryAfter(w.Header(), resp.Error.Data.RetryAfterMs)
 		if code == schemas.CodeInsufficientScope {
-			w.Header().Set("WWW-Authenticate", scopeChallenge(resp.Error.Data.MissingScopes, ""))
+			w.Header().Set("WWW-Authenticate", faces.ScopeChallenge(resp.Error.Data.MissingScopes, ""))
 		}
 	}
 	return &statusWriter{ResponseWriter: w, status: schemas.KindOf(code).HTTP}

@@ -1,4 +1,4 @@
-package server
+package httprpc
 
 import (
 	"context"
@@ -17,15 +17,15 @@ import (
 // the caller's address (how anonymous callers are told apart by the rate-limit and
 // idempotency stages) and turns each rate-limit draw into the response's RateLimit and
 // RateLimit-Policy headers. Without either section it is r's context.
-func rateLimitContext(rt *runtime, w http.ResponseWriter, r *http.Request) context.Context {
+func rateLimitContext(st Settings, w http.ResponseWriter, r *http.Request) context.Context {
 	ctx := r.Context()
-	if rt.cfg.RateLimits == nil && rt.cfg.Idempotency == nil {
+	if !st.RateLimits && !st.Idempotency {
 		return ctx
 	}
 	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
 		ctx = resilience.WithClientAddr(ctx, ap.Addr())
 	}
-	if rt.cfg.RateLimits == nil {
+	if !st.RateLimits {
 		return ctx
 	}
 	q := &quotaHeaders{w: w}
