@@ -1,6 +1,6 @@
 # make/conformance.mk — the official MCP conformance suite (@modelcontextprotocol/conformance,
-# `conformance server --url …`) against an MCP endpoint: by default the mcpdemo fixture, served
-# by the harness itself on 127.0.0.1 and stopped when the run ends.
+# `conformance server --url …`) against an MCP endpoint: by default the demo MCP fixture
+# (demo.MCP), served by the harness itself on 127.0.0.1 and stopped when the run ends.
 #
 # Included from the root Makefile, which defines GO, TMP (= $(CURDIR)/.tmp) and TOOLS; the ?=
 # defaults below let it work on its own too (`make -f make/conformance.mk conformance`).
@@ -41,5 +41,5 @@ conformance-tools: ## install the pinned MCP conformance suite and node@22 under
 	touch $(CONFORMANCE_STAMP)
 
 .PHONY: conformance
-conformance: conformance-tools ## run the MCP conformance suite against CONFORMANCE_URL (default: the mcpdemo fixture on 127.0.0.1)
+conformance: conformance-tools ## run the MCP conformance suite against CONFORMANCE_URL (default: the demo MCP fixture (demo.MCP) on 127.0.0.1)
 	$(CONFORMANCE_RUN) -timeout $(CONFORMANCE_TIMEOUT) $(if $(CONFORMANCE_URL),-url $(CONFORMANCE_URL)) $(CONFORMANCE_FLAGS)

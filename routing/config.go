@@ -81,6 +81,15 @@ type BuildOptions struct {
 	// MCP are passed to the MCP bridge: the handlers of routing.mcp.sampling_backend and
 	// elicitation_backend, which the server builds.
 	MCP []mcpbackend.Option
+	// Demo builds the target of routing.demo (the server passes demo.NewSpec); Build routes
+	// DemoMethods to it. It must be set when routing.demo is.
+	Demo func(DemoConfig) gateway.Target
+}
+
+// DemoMethods returns the methods of the built-in demo target, in the order Build adds
+// them; demo.Spec serves exactly these. Validate claims them without building the target.
+func DemoMethods() []string {
+	return []string{"subtract", "sum", "update", "notify_hello", "get_data"}
 }
 
 // DemoConfig configures the built-in demo target.
@@ -107,8 +116,11 @@ func Build(cfg Config, opts BuildOptions) (tb *Table, err error) {
 		}
 	}()
 	if cfg.Demo != nil {
-		d := NewDemo(*cfg.Demo)
-		for _, m := range d.Methods() {
+		if opts.Demo == nil {
+			return tb, errors.New("routing demo: no demo target (BuildOptions.Demo is nil)")
+		}
+		d := opts.Demo(*cfg.Demo)
+		for _, m := range DemoMethods() {
 			if err := tb.Add(m, d); err != nil {
 				return tb, fmt.Errorf("routing demo: %w", err)
 			}
@@ -181,7 +193,7 @@ func (c Config) Validate() error {
 		return nil
 	}
 	if c.Demo != nil {
-		for _, m := range NewDemo(*c.Demo).Methods() {
+		for _, m := range DemoMethods() {
 			_ = claim("method", m, "demo")
 		}
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/gatehouse-dev/gatehouse/routing/calculator"
+	"github.com/gatehouse-dev/gatehouse/demo"
 )
 
 // authBenchRouting is the calculator backend behind a policy that requires calc:read of
@@ -39,7 +39,7 @@ policy:
 // "anonymous" runs the same policy for an anonymous caller with the same scopes and mints
 // nothing. The figures of interest are jwt calls/s ÷ anonymous calls/s, and jwt_nocache's.
 func BenchmarkAuthEndToEnd(b *testing.B) {
-	addr, stop, err := calculator.Start("127.0.0.1:0")
+	addr, stop, err := demo.StartCalculator("127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/gatehouse-dev/gatehouse/routing/calculator"
+	"github.com/gatehouse-dev/gatehouse/demo"
 	calculatorv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/calculator/v1"
 )
 
@@ -198,7 +198,7 @@ func post(client *http.Client, url, body, want string, header ...string) error {
 // a direct grpc-go client call of the same method on the same calculator backend. The
 // figure of interest is gateway calls/s ÷ direct calls/s (direct ns/op ÷ gateway ns/op).
 func BenchmarkGRPCEndToEnd(b *testing.B) {
-	addr, stop, err := calculator.Start("127.0.0.1:0")
+	addr, stop, err := demo.StartCalculator("127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,9 +1,9 @@
 package server
 
 import (
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/resilience"
-	"github.com/gatehouse-dev/gatehouse/routing"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
 	"github.com/gatehouse-dev/gatehouse/server/config"
 )
@@ -34,7 +34,7 @@ func (c *Config) breakerChainStage() gateway.Middleware {
 // against the backend it reaches.
 func backendOf(call *gateway.Call) string {
 	switch t := call.Target.(type) {
-	case nil, *nekteRoute, *nekteCore, *routing.Demo:
+	case nil, *nekteRoute, *nekteCore, *demo.Spec:
 		return ""
 	case *mcpbackend.Target:
 		upstream, _ := mcpTool(t, call)

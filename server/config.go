@@ -87,7 +87,7 @@ type ServerConfig struct {
 	Admin    AdminConfig    `yaml:"admin" json:"admin"`
 	// Internal is the internal gRPC listener; absent, it is not served.
 	Internal *InternalConfig `yaml:"internal" json:"internal,omitempty"`
-	// DemoGRPC starts the built-in calculator.v1 gRPC backend (routing/calculator) on
+	// DemoGRPC starts the built-in calculator.v1 gRPC backend (demo.Calculator) on
 	// this listener, for the tour and tests; absent, it is not started.
 	DemoGRPC *AdminConfig `yaml:"demo_grpc" json:"demo_grpc,omitempty"`
 	// ShutdownGrace bounds how long in-flight calls may take to finish after SIGTERM.

@@ -23,10 +23,10 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	"github.com/gatehouse-dev/gatehouse/internal/hoptest"
 	"github.com/gatehouse-dev/gatehouse/internal/mcptest"
-	"github.com/gatehouse-dev/gatehouse/routing/calculator"
 )
 
 // callerSecret signs the callers' tokens of the hop tests (issuer https://idp.test).
@@ -90,7 +90,7 @@ func startHopBackend(t *testing.T) *hopBackend {
 		}
 		return nil // Sum serves callers without a token: the passthrough and none cases
 	}
-	srv := calculator.NewServer(
+	srv := demo.NewCalculatorServer(
 		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			if err := check(ctx, info.FullMethod); err != nil {
 				return nil, err

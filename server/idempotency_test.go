@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/routing/calculator"
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 	"github.com/gatehouse-dev/gatehouse/state"
 )
@@ -108,7 +108,7 @@ func TestIdempotencyFollowsThePolicy(t *testing.T) {
 // lacks, so without the section a keyed call to a gRPC backend fails; with it the key is
 // removed and the call runs, once.
 func TestIdempotencyKeyNeverReachesGRPC(t *testing.T) {
-	addr, stop, err := calculator.Start("127.0.0.1:0")
+	addr, stop, err := demo.StartCalculator("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,14 +13,14 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/gatehouse-dev/gatehouse/routing/calculator"
+	"github.com/gatehouse-dev/gatehouse/demo"
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
 )
 
 // TestMaxCollectedBytesEdge: calc.count 1..5 collects to
 // [{"value":"1"},…,{"value":"5"}], 71 bytes; a limit of 71 passes, 70 refuses.
 func TestMaxCollectedBytesEdge(t *testing.T) {
-	addr, stop, err := calculator.Start("127.0.0.1:0")
+	addr, stop, err := demo.StartCalculator("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

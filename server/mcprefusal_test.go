@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/routing/mcpdemo"
+	"github.com/gatehouse-dev/gatehouse/demo"
 )
 
 // TestMCPFaceRefusals: a tools/call the pipeline refuses reaches an MCP client as the
@@ -15,7 +15,7 @@ import (
 // refusal for insufficient scope is the MCP authorization spec's step-up challenge (403,
 // error="insufficient_scope" with the scopes to ask for); an allowed call is untouched.
 func TestMCPFaceRefusals(t *testing.T) {
-	yaml := strings.Replace(faceConfig("127.0.0.1:0", demoUpstream(t, mcpdemo.Options{}), "session_key: "+testSessionKey),
+	yaml := strings.Replace(faceConfig("127.0.0.1:0", demoUpstream(t, demo.MCPOptions{}), "session_key: "+testSessionKey),
 		"auth:\n  anonymous: {}\n", fmt.Sprintf(`auth:
   api_keys:
     - {name: alice, hash: %q, scopes: [tools.call]}

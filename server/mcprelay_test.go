@@ -14,14 +14,14 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/gatehouse-dev/gatehouse/routing/mcpdemo"
+	"github.com/gatehouse-dev/gatehouse/demo"
 )
 
-// serveDemoMCP serves the conformance fixtures (mcpdemo) over streamable HTTP on
+// serveDemoMCP serves the conformance fixtures (demo.MCP) over streamable HTTP on
 // loopback and returns the endpoint's URL.
 func serveDemoMCP(t *testing.T) string {
 	t.Helper()
-	h := mcpdemo.New(mcpdemo.Options{Logger: slog.New(slog.DiscardHandler)}).StreamableHTTPHandler()
+	h := demo.NewMCP(demo.MCPOptions{Logger: slog.New(slog.DiscardHandler)}).StreamableHTTPHandler()
 	hs := httptest.NewServer(h)
 	t.Cleanup(func() {
 		_ = h.Shutdown(context.Background())

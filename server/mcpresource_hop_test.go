@@ -15,9 +15,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	"github.com/gatehouse-dev/gatehouse/internal/hoptest"
-	"github.com/gatehouse-dev/gatehouse/routing/mcpdemo"
 )
 
 // readHopConfig: JWT callers of https://idp.test, a generated key ring, hopserver over
@@ -95,7 +95,7 @@ func TestMCPFaceReadCarriesHopToken(t *testing.T) {
 // ("mcp mcp.resources/read") with the upstream request its child client span, whose
 // mcp.method.name is resources/read.
 func TestMCPFaceReadTraced(t *testing.T) {
-	yaml := faceConfig("127.0.0.1:0", demoUpstream(t, mcpdemo.Options{}), "session_key: "+testSessionKey) +
+	yaml := faceConfig("127.0.0.1:0", demoUpstream(t, demo.MCPOptions{}), "session_key: "+testSessionKey) +
 		"tracing: {export_interval: 10ms}\n"
 	ts, exp := startTraced(t, yaml)
 	waitForCatalog(t, ts)

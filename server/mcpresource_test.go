@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/routing/mcpdemo"
+	"github.com/gatehouse-dev/gatehouse/demo"
 )
 
 // readsPolicy gives the demo server's static resources, its template and its simple
@@ -32,7 +32,7 @@ policy:
 // (policy false: without the policy section, every caller anonymous).
 func readsGateway(t *testing.T, policy bool) *testServer {
 	t.Helper()
-	yaml := faceConfig("127.0.0.1:0", demoUpstream(t, mcpdemo.Options{}), "session_key: "+testSessionKey)
+	yaml := faceConfig("127.0.0.1:0", demoUpstream(t, demo.MCPOptions{}), "session_key: "+testSessionKey)
 	if policy {
 		yaml = strings.Replace(yaml, "auth:\n  anonymous: {}\n",
 			fmt.Sprintf(readsPolicy, apiKeyHash("alice-key"), apiKeyHash("bob-key"), apiKeyHash("root-key")), 1)

@@ -19,7 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
-	"github.com/gatehouse-dev/gatehouse/routing/mcpdemo"
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/state"
 )
 
@@ -29,16 +29,16 @@ const (
 	testTimeout     = 20 * time.Second
 )
 
-// demoUpstream serves the MCP fixture (routing/mcpdemo) over streamable HTTP on a loopback
+// demoUpstream serves the MCP fixture (demo.MCP) over streamable HTTP on a loopback
 // port until the test ends, and returns its URL.
-func demoUpstream(t *testing.T, opts mcpdemo.Options) string {
+func demoUpstream(t *testing.T, opts demo.MCPOptions) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := &http.Server{ReadHeaderTimeout: testTimeout}
-	handler := mcpdemo.New(opts).StreamableHTTPHandler(mcpserver.WithStreamableHTTPServer(hs))
+	handler := demo.NewMCP(opts).StreamableHTTPHandler(mcpserver.WithStreamableHTTPServer(hs))
 	hs.Handler = handler
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
@@ -219,7 +219,7 @@ func waitForTools(t *testing.T, ts *testServer) {
 // the next one started on the same port with the same session_key, with no record in the
 // (new, embedded) store; a gateway with another key answers it 404.
 func TestMCPSessionSurvivesRestart(t *testing.T) {
-	upstream := demoUpstream(t, mcpdemo.Options{})
+	upstream := demoUpstream(t, demo.MCPOptions{})
 	first := startWith(t, faceConfig("127.0.0.1:0", upstream, "session_key: "+testSessionKey), Options{})
 	addr := first.BoundaryAddr().String()
 	waitForTools(t, first)

@@ -12,13 +12,13 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/gatehouse-dev/gatehouse/routing/mcpdemo"
+	"github.com/gatehouse-dev/gatehouse/demo"
 )
 
 // TestMCPFaceLegacySSE lists and calls the bridged tools with mcp-go's client of the
 // legacy HTTP+SSE transport.
 func TestMCPFaceLegacySSE(t *testing.T) {
-	ts := startWith(t, faceConfig("127.0.0.1:0", demoUpstream(t, mcpdemo.Options{}), ""), Options{})
+	ts := startWith(t, faceConfig("127.0.0.1:0", demoUpstream(t, demo.MCPOptions{}), ""), Options{})
 	waitForTools(t, ts)
 	c, err := client.NewSSEMCPClient(ts.base+"/sse", transport.WithHTTPClient(httpClient(t)),
 		transport.WithSSELogger(slog.New(slog.DiscardHandler)))

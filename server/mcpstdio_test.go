@@ -15,9 +15,9 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing/grpcbackend"
-	"github.com/gatehouse-dev/gatehouse/routing/mcpdemo"
 )
 
 // stdioRun is a ServeStdio running on pipes.
@@ -73,7 +73,7 @@ func (r *stdioRun) wait() error {
 // TestServeStdio drives the stdio face with mcp-go's client: the aggregated catalog, a
 // tool call, a resource, a prompt; the end of stdin stops it cleanly.
 func TestServeStdio(t *testing.T) {
-	run := serveStdio(t, faceConfig("127.0.0.1:0", demoUpstream(t, mcpdemo.Options{}), ""))
+	run := serveStdio(t, faceConfig("127.0.0.1:0", demoUpstream(t, demo.MCPOptions{}), ""))
 	c := client.NewClient(transport.NewIO(run.out, run.in, io.NopCloser(strings.NewReader(""))))
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -113,7 +113,7 @@ func TestServeStdio(t *testing.T) {
 // before the server stops (mcp-go alone would cancel it).
 func TestServeStdioAnswersBeforeStopping(t *testing.T) {
 	const step = 150 * time.Millisecond // test_tool_with_progress takes 3 steps
-	run := serveStdio(t, faceConfig("127.0.0.1:0", demoUpstream(t, mcpdemo.Options{StepDelay: step}), ""))
+	run := serveStdio(t, faceConfig("127.0.0.1:0", demoUpstream(t, demo.MCPOptions{StepDelay: step}), ""))
 	lines := []string{
 		`{"jsonrpc":"2.0","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}},"id":1}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,

@@ -15,11 +15,10 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/routing"
-	"github.com/gatehouse-dev/gatehouse/routing/calculator"
-	"github.com/gatehouse-dev/gatehouse/routing/mcpdemo"
 )
 
 // metricsConfig routes subtract to a calculator.v1 gRPC backend (%[1]s) and bridges the
@@ -52,12 +51,12 @@ breakers:
 // scrapes the admin listener's /metrics and checks each series moved by exactly what the
 // calls account for.
 func TestMetricsScrape(t *testing.T) {
-	addr, stop, err := calculator.Start("127.0.0.1:0")
+	addr, stop, err := demo.StartCalculator("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = stop() })
-	ts := start(t, fmt.Sprintf(metricsConfig, addr, demoUpstream(t, mcpdemo.Options{})), nil)
+	ts := start(t, fmt.Sprintf(metricsConfig, addr, demoUpstream(t, demo.MCPOptions{})), nil)
 	ts.waitReadyWithin(20 * time.Second)
 	before := ts.scrape()
 
@@ -183,7 +182,7 @@ func flattenExposition(t *testing.T, r io.Reader) map[string]float64 {
 // only passes the call on: metrics/op ÷ passthrough/op is the stage's relative cost.
 func BenchmarkMetricsStage(b *testing.B) {
 	table := routing.NewTable()
-	if err := table.Add("subtract", routing.NewDemo(routing.DemoConfig{})); err != nil {
+	if err := table.Add("subtract", demo.NewSpec(routing.DemoConfig{})); err != nil {
 		b.Fatal(err)
 	}
 	ok := func(context.Context, *gateway.Call) (*gateway.Result, error) {
@@ -238,7 +237,7 @@ func TestMetricsRateLimitRejections(t *testing.T) {
 // TestMetricsMCPFace checks a tool call through the MCP face counts under protocol "mcp"
 // with the session's negotiated MCP version, and the bridge's tool-call histogram moves.
 func TestMetricsMCPFace(t *testing.T) {
-	ts := startWith(t, faceConfig("127.0.0.1:0", demoUpstream(t, mcpdemo.Options{}), "session_key: "+testSessionKey), Options{})
+	ts := startWith(t, faceConfig("127.0.0.1:0", demoUpstream(t, demo.MCPOptions{}), "session_key: "+testSessionKey), Options{})
 	waitForTools(t, ts)
 	c := streamableClient(t, ts.base+"/mcp") // negotiates 2025-06-18
 	before := ts.scrape()

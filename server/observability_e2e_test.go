@@ -18,8 +18,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"google.golang.org/grpc"
 
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/internal/otelstack"
-	"github.com/gatehouse-dev/gatehouse/routing/calculator"
 )
 
 // e2eBackendService is the service.name of the calculator backend's own spans.
@@ -37,7 +37,7 @@ func startJaegerBackend(t *testing.T, otlp string) (string, func(context.Context
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter, sdktrace.WithBatchTimeout(10*time.Millisecond)),
 		sdktrace.WithResource(sdkresource.NewSchemaless(attribute.String("service.name", e2eBackendService))))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	gs := calculator.NewServer(grpc.StatsHandler(otelgrpc.NewServerHandler(
+	gs := demo.NewCalculatorServer(grpc.StatsHandler(otelgrpc.NewServerHandler(
 		otelgrpc.WithTracerProvider(tp), otelgrpc.WithPropagators(propagation.TraceContext{}),
 		otelgrpc.WithMeterProvider(metricnoop.NewMeterProvider()))))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/gateway"
-	"github.com/gatehouse-dev/gatehouse/routing/mcpdemo"
 )
 
 // demoMCPEnv makes this test binary serve the demo MCP fixtures over stdio (see
@@ -22,7 +22,7 @@ import (
 const demoMCPEnv = "GATEHOUSE_TEST_DEMO_MCP"
 
 // TestDemoMCPProcess is not a test of its own: a gateway under test runs this binary with
-// demoMCPEnv set as a stdio MCP upstream, and it then serves routing/mcpdemo (the MCP
+// demoMCPEnv set as a stdio MCP upstream, and it then serves demo.MCP (the MCP
 // conformance fixtures) on stdin and stdout until stdin closes.
 func TestDemoMCPProcess(t *testing.T) {
 	if os.Getenv(demoMCPEnv) != "1" {
@@ -31,8 +31,8 @@ func TestDemoMCPProcess(t *testing.T) {
 	// mcp-go's stdio server writes notifications from another goroutine than responses; the
 	// fixture pauses a step after its last report so that they come first. This child runs
 	// with the race detector beside other tests, so it gets a longer step than the default.
-	opts := mcpdemo.Options{StepDelay: 250 * time.Millisecond}
-	if err := mcpdemo.New(opts).ServeStdio(context.Background(), os.Stdin, os.Stdout); err != nil {
+	opts := demo.MCPOptions{StepDelay: 250 * time.Millisecond}
+	if err := demo.NewMCP(opts).ServeStdio(context.Background(), os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -16,9 +16,8 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/gateway"
-	"github.com/gatehouse-dev/gatehouse/routing/calculator"
-	"github.com/gatehouse-dev/gatehouse/routing/mcpdemo"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
@@ -102,14 +101,14 @@ type promqlGateway struct {
 // it is ready.
 func startPromQLGateway(t *testing.T) *promqlGateway {
 	t.Helper()
-	addr, stop, err := calculator.Start("127.0.0.1:0")
+	addr, stop, err := demo.StartCalculator("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = stop() })
 	g := &promqlGateway{flaky: &switchTarget{name: "flaky"}, gate: &gateTarget{release: make(chan struct{})}}
 	broken := &switchTarget{name: "broken", err: gateway.NewError(schemas.CodeInternal).With("backend", "broken")}
-	yaml := fmt.Sprintf(promqlConfig, addr, demoUpstream(t, mcpdemo.Options{}), callerSecret, testSessionKey)
+	yaml := fmt.Sprintf(promqlConfig, addr, demoUpstream(t, demo.MCPOptions{}), callerSecret, testSessionKey)
 	g.testServer = start(t, yaml, map[string]gateway.Target{
 		"flaky.read":   g.flaky,
 		"broken.call":  broken,

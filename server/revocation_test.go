@@ -25,7 +25,7 @@ const subtract = `{"jsonrpc":"2.0","id":1,"method":"subtract","params":[42,23]}`
 // admin.revocations) and a batch client's; %s is appended to auth.revocation.
 func revocationYAML(t *testing.T, revocation string) string {
 	t.Helper()
-	jwks, err := filepath.Abs("../../configs/examples/dev-jwks.json")
+	jwks, err := filepath.Abs("../configs/examples/dev-jwks.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/auth"
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
@@ -69,7 +70,8 @@ func buildRuntime(cfg *Config, log *slog.Logger, now func() time.Time, extra map
 	if err != nil {
 		return nil, err
 	}
-	table, err := routing.Build(cfg.Routing, routing.BuildOptions{Logger: log, Now: now, MCP: append(routes.options(), mcpbackend.WithSessionStarted(m.UpstreamStarted))})
+	table, err := routing.Build(cfg.Routing, routing.BuildOptions{Logger: log, Now: now, MCP: append(routes.options(), mcpbackend.WithSessionStarted(m.UpstreamStarted)),
+		Demo: func(c routing.DemoConfig) gateway.Target { return demo.NewSpec(c) }})
 	if err != nil {
 		return nil, errors.Join(err, authn.Close())
 	}

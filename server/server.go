@@ -18,11 +18,11 @@ import (
 	"google.golang.org/grpc/health"
 
 	"github.com/gatehouse-dev/gatehouse/auth"
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	"github.com/gatehouse-dev/gatehouse/faces/ws"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
-	"github.com/gatehouse-dev/gatehouse/routing/calculator"
 	"github.com/gatehouse-dev/gatehouse/state"
 )
 
@@ -356,7 +356,7 @@ func (s *Server) startDemo() func() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- calculator.Serve(ctx, s.demoLn) }()
+	go func() { done <- demo.ServeCalculator(ctx, s.demoLn) }()
 	return func() {
 		cancel()
 		if err := <-done; err != nil {

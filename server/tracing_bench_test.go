@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/mem"
 
-	"github.com/gatehouse-dev/gatehouse/routing/calculator"
+	"github.com/gatehouse-dev/gatehouse/demo"
 )
 
 // BenchmarkTracing compares JSON-RPC→gRPC calls (calculator Subtract) with tracing at 100%
@@ -19,7 +19,7 @@ import (
 // only takes the bytes (a real one runs in a process of its own), so the figure is the
 // gateway's cost.
 func BenchmarkTracing(b *testing.B) {
-	addr, stop, err := calculator.Start("127.0.0.1:0")
+	addr, stop, err := demo.StartCalculator("127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}

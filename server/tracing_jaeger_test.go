@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/internal/otelstack"
-	"github.com/gatehouse-dev/gatehouse/routing/calculator"
 )
 
 // TestTracingToJaeger exports a call's spans over OTLP/gRPC and OTLP/HTTP to a real Jaeger
@@ -16,7 +16,7 @@ import (
 // gatehouse and the gRPC client span under it.
 func TestTracingToJaeger(t *testing.T) {
 	j := otelstack.StartJaeger(t)
-	addr, stop, err := calculator.Start("127.0.0.1:0")
+	addr, stop, err := demo.StartCalculator("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

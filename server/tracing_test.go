@@ -27,8 +27,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/gateway"
-	"github.com/gatehouse-dev/gatehouse/routing/calculator"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
 )
@@ -249,7 +249,7 @@ func startTracedBackend(t *testing.T) (string, *tracetest.InMemoryExporter) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	gs := calculator.NewServer(grpc.StatsHandler(otelgrpc.NewServerHandler(
+	gs := demo.NewCalculatorServer(grpc.StatsHandler(otelgrpc.NewServerHandler(
 		otelgrpc.WithTracerProvider(tp), otelgrpc.WithPropagators(propagation.TraceContext{}),
 		otelgrpc.WithMeterProvider(metricnoop.NewMeterProvider()))))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -22,9 +22,8 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/observability"
-	"github.com/gatehouse-dev/gatehouse/routing/calculator"
-	"github.com/gatehouse-dev/gatehouse/routing/mcpdemo"
 	"github.com/gatehouse-dev/gatehouse/server"
 )
 
@@ -204,7 +203,7 @@ func demoGRPC(args []string, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "calculator.v1 serving on %s\n", ln.Addr())
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := calculator.Serve(ctx, ln); err != nil {
+	if err := demo.ServeCalculator(ctx, ln); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
@@ -221,7 +220,7 @@ func demoMCP(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	if err := mcpdemo.New(mcpdemo.Options{Logger: logger}).ServeStdio(ctx, os.Stdin, os.Stdout); err != nil {
+	if err := demo.NewMCP(demo.MCPOptions{Logger: logger}).ServeStdio(ctx, os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}

@@ -23,7 +23,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/gatehouse-dev/gatehouse/routing/calculator"
+	"github.com/gatehouse-dev/gatehouse/demo"
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
 	"github.com/gatehouse-dev/gatehouse/server"
 )
@@ -114,7 +114,7 @@ func serveDemoCalculator(ctx context.Context, t *testing.T, cfg *server.Config) 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = calculator.Serve(ctx, ln)
+		_ = demo.ServeCalculator(ctx, ln)
 	}()
 	return done
 }

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/internal/conformance"
-	"github.com/gatehouse-dev/gatehouse/routing/mcpdemo"
 )
 
 func TestParseExpected(t *testing.T) {
@@ -236,7 +236,7 @@ func TestPinsMatchPackageJSON(t *testing.T) {
 	}
 }
 
-// TestFixtureConformance runs the suite against the mcpdemo fixture, when the pinned tools
+// TestFixtureConformance runs the suite against the demo MCP fixture, when the pinned tools
 // are installed (make conformance-tools; CONFORMANCE_TOOLS names another installation).
 // Without them it skips, unless CONFORMANCE_REQUIRED is set.
 func TestFixtureConformance(t *testing.T) {
@@ -247,7 +247,7 @@ func TestFixtureConformance(t *testing.T) {
 	if dir == "" {
 		dir = filepath.Join("..", "..", conformance.DefaultToolsDir)
 	}
-	fixture, err := conformance.ServeFixture("127.0.0.1:0", mcpdemo.Options{})
+	fixture, err := conformance.ServeFixture("127.0.0.1:0", demo.MCPOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

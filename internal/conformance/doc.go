@@ -14,6 +14,6 @@
 // the reason after a '#'): a failure not listed, a listed scenario that now passes, and a
 // listed name the suite does not know all make the verdict fail, so the file stays honest.
 //
-// ServeFixture serves the mcpdemo fixture server on loopback for the suite to test;
-// cmd/conformance runs the whole flow and cmd/fixture serves the fixture alone.
+// ServeFixture serves the demo MCP fixture server (demo.MCP) on loopback for the suite to
+// test; cmd/conformance runs the whole flow and cmd/fixture serves the fixture alone.
 package conformance

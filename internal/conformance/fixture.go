@@ -10,24 +10,24 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/gatehouse-dev/gatehouse/routing/mcpdemo"
+	"github.com/gatehouse-dev/gatehouse/demo"
 )
 
 // FixturePath is the path the fixture's MCP endpoint is served at.
 const FixturePath = "/mcp"
 
-// Fixture is the mcpdemo fixture server served over streamable HTTP on loopback.
+// Fixture is the demo MCP fixture server (demo.MCP) served over streamable HTTP on loopback.
 type Fixture struct {
 	// URL is the MCP endpoint, http://127.0.0.1:port/mcp.
 	URL     string
-	handler *mcpdemo.HTTPHandler
+	handler *demo.MCPHTTPHandler
 	srv     *http.Server
 	served  chan error
 }
 
-// ServeFixture serves a new mcpdemo fixture on addr, which must be a loopback address
+// ServeFixture serves a new demo MCP fixture on addr, which must be a loopback address
 // ("127.0.0.1:0" picks a free port). Close it when done.
-func ServeFixture(addr string, opts mcpdemo.Options) (*Fixture, error) {
+func ServeFixture(addr string, opts demo.MCPOptions) (*Fixture, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("fixture address: %w", err)
@@ -45,7 +45,7 @@ func ServeFixture(addr string, opts mcpdemo.Options) (*Fixture, error) {
 		URL: "http://" + ln.Addr().String() + FixturePath,
 		// Given the http.Server, the handler's Shutdown stops it too, and keeps ending
 		// sessions until it has stopped, so that no GET stream opened meanwhile outlives it.
-		handler: mcpdemo.New(opts).StreamableHTTPHandler(server.WithStreamableHTTPServer(srv)),
+		handler: demo.NewMCP(opts).StreamableHTTPHandler(server.WithStreamableHTTPServer(srv)),
 		srv:     srv,
 		served:  make(chan error, 1),
 	}

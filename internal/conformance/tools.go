@@ -12,12 +12,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/routing/mcpdemo"
+	"github.com/gatehouse-dev/gatehouse/demo"
 )
 
 // The pinned versions; package.json beside this file pins the same ones (a test checks).
 const (
-	SuiteVersion = mcpdemo.SuiteVersion
+	SuiteVersion = demo.SuiteVersion
 	NodeVersion  = "22.23.3"
 )
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/nekte"
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/routing"
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -16,7 +17,7 @@ import (
 // catalog is a small catalog over three sources for the discover tests.
 func catalog(t *testing.T, cfg capability.Config) *capability.Registry {
 	t.Helper()
-	caps := routing.NewDemo(routing.DemoConfig{}).Capabilities()
+	caps := demo.NewSpec(routing.DemoConfig{}).Capabilities()
 	caps = append(caps,
 		tool("echo", "Echoes back the input message.", `{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`),
 		tool("read_file", "Read the complete contents of a file from the file system.", `{"type":"object","properties":{"path":{"type":"string"}}}`),
@@ -321,7 +322,7 @@ func FuzzDecodeDiscover(f *testing.F) {
 		`{"level":0}`, `{"Limit":1}`, `[]`, `null`, `{"cursor":"` + strings.Repeat("A", 130) + `"}`} {
 		f.Add([]byte(s))
 	}
-	r := newRegistry(f, capability.Config{}, routing.NewDemo(routing.DemoConfig{}).Capabilities()...)
+	r := newRegistry(f, capability.Config{}, demo.NewSpec(routing.DemoConfig{}).Capabilities()...)
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		p, o, err := capability.DecodeDiscover(raw)
 		if err != nil {

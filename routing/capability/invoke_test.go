@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/nekte"
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing"
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
@@ -108,8 +109,8 @@ func TestVersionMismatchData(t *testing.T) {
 }
 
 func TestInvokeResults(t *testing.T) {
-	demo := routing.NewDemo(routing.DemoConfig{})
-	r, err := capability.New(capability.Config{}, capability.SourcesOf([]gateway.Target{demo})...)
+	spec := demo.NewSpec(routing.DemoConfig{})
+	r, err := capability.New(capability.Config{}, capability.SourcesOf([]gateway.Target{spec})...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestInvokeResults(t *testing.T) {
 		case "broken":
 			return gateway.NewResult([]byte(`{nope`)), nil
 		}
-		return demo.Invoke(ctx, &gateway.Call{Method: c.Method, Params: in, Capability: c.ID})
+		return spec.Invoke(ctx, &gateway.Call{Method: c.Method, Params: in, Capability: c.ID})
 	})
 	small := capability.Config{Invoke: capability.InvokeConfig{MaxCollectedBytes: 100}}
 	rSmall := newRegistry(t, small, r.Capabilities()...)

@@ -10,6 +10,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/nekte"
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing"
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
@@ -116,8 +117,8 @@ func TestDuplicateIDs(t *testing.T) {
 }
 
 func TestLookupCardCapabilities(t *testing.T) {
-	demo := routing.NewDemo(routing.DemoConfig{})
-	r, err := capability.New(capability.Config{Agent: "edge"}, capability.SourcesOf([]gateway.Target{demo})...)
+	spec := demo.NewSpec(routing.DemoConfig{})
+	r, err := capability.New(capability.Config{Agent: "edge"}, capability.SourcesOf([]gateway.Target{spec})...)
 	if err != nil {
 		t.Fatal(err)
 	}

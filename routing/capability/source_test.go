@@ -11,9 +11,9 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/nekte"
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing"
-	"github.com/gatehouse-dev/gatehouse/routing/calculator"
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
 	"github.com/gatehouse-dev/gatehouse/routing/grpcbackend"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
@@ -22,7 +22,7 @@ import (
 const calc = "calculator.v1.CalculatorService"
 
 func TestGRPCSource(t *testing.T) {
-	addr, stop, err := calculator.Start("127.0.0.1:0")
+	addr, stop, err := demo.StartCalculator("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +123,8 @@ func TestMCPToolsConversion(t *testing.T) {
 // TestDemoExamples runs each demo capability on its example input and checks that the
 // result is its example output and fits its output schema.
 func TestDemoExamples(t *testing.T) {
-	demo := routing.NewDemo(routing.DemoConfig{})
-	r, err := capability.New(capability.Config{}, capability.SourcesOf([]gateway.Target{demo})...)
+	spec := demo.NewSpec(routing.DemoConfig{})
+	r, err := capability.New(capability.Config{}, capability.SourcesOf([]gateway.Target{spec})...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestDemoExamples(t *testing.T) {
 				t.Fatalf("%+v", c)
 			}
 			ex := c.Examples[0]
-			res, err := r.Invoke(context.Background(), targetInvoker{demo}, nekte.InvokeParams{Cap: c.ID, H: c.Hash, In: ex.In,
+			res, err := r.Invoke(context.Background(), targetInvoker{spec}, nekte.InvokeParams{Cap: c.ID, H: c.Hash, In: ex.In,
 				Budget: &nekte.Budget{DetailLevel: nekte.Full}})
 			if err != nil || string(res.Out) != string(ex.Out) {
 				t.Fatalf("got %+v, %v; want %s", res, err, ex.Out)

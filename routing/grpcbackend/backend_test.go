@@ -27,8 +27,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/gateway"
-	"github.com/gatehouse-dev/gatehouse/routing/calculator"
 	"github.com/gatehouse-dev/gatehouse/routing/grpcbackend"
 	calculatorv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/calculator/v1"
 )
@@ -40,7 +40,7 @@ const calc = "calculator.v1.CalculatorService"
 // serveCalculator runs the real calculator backend on loopback.
 func serveCalculator(t *testing.T) string {
 	t.Helper()
-	addr, stop, err := calculator.Start("127.0.0.1:0")
+	addr, stop, err := demo.StartCalculator("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/gateway"
-	"github.com/gatehouse-dev/gatehouse/routing/calculator"
 	"github.com/gatehouse-dev/gatehouse/routing/grpcbackend"
 )
 
@@ -49,7 +49,7 @@ func (s *seenMetadata) last(t *testing.T, method string) metadata.MD {
 func serveRecordingCalculator(t *testing.T) (string, *seenMetadata) {
 	t.Helper()
 	seen := &seenMetadata{got: map[string][]metadata.MD{}}
-	gs := calculator.NewServer(
+	gs := demo.NewCalculatorServer(
 		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			seen.record(ctx, info.FullMethod)
 			return h(ctx, req)

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
-	"github.com/gatehouse-dev/gatehouse/routing/calculator"
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/routing/grpcbackend"
 )
 
@@ -81,7 +81,7 @@ func serveMTLS(t *testing.T, p *pki) string {
 	}
 	creds := credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{p.serverCert}, ClientCAs: p.pool,
 		ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12})
-	gs := calculator.NewServer(grpc.Creds(creds))
+	gs := demo.NewCalculatorServer(grpc.Creds(creds))
 	go func() { _ = gs.Serve(ln) }()
 	t.Cleanup(gs.Stop)
 	return ln.Addr().String()

@@ -1,7 +1,7 @@
 // Command conformance runs the official MCP conformance suite against an MCP endpoint and
 // judges the results against internal/conformance/expected-failures.txt.
 //
-// Without -url it serves the mcpdemo fixture on 127.0.0.1 and tests that. It prints one
+// Without -url it serves the demo MCP fixture on 127.0.0.1 and tests that. It prints one
 // row per scenario and the line "N passed, N failed", and exits 0 when every failure is
 // expected and every expected failure still fails, 1 when not, and 2 when the suite could
 // not be run. Everything binds loopback only, and -timeout bounds the whole run.
@@ -22,8 +22,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/internal/conformance"
-	"github.com/gatehouse-dev/gatehouse/routing/mcpdemo"
 )
 
 const closeGrace = 2 * time.Second
@@ -38,7 +38,7 @@ type config struct {
 func main() {
 	var cfg config
 	var scenarios string
-	flag.StringVar(&cfg.url, "url", "", "MCP endpoint to test; empty serves the mcpdemo fixture on 127.0.0.1")
+	flag.StringVar(&cfg.url, "url", "", "MCP endpoint to test; empty serves the demo MCP fixture on 127.0.0.1")
 	flag.StringVar(&cfg.tools, "tools", conformance.DefaultToolsDir, "where make conformance-tools installed the suite and node")
 	flag.StringVar(&cfg.expected, "expected", "internal/conformance/expected-failures.txt", "expected-failures file")
 	flag.StringVar(&scenarios, "scenario", "", "comma-separated scenarios to run instead of the whole suite")
@@ -91,7 +91,7 @@ func run(cfg config) (ok bool, err error) {
 	}
 
 	if cfg.url == "" {
-		fixture, err := conformance.ServeFixture("127.0.0.1:0", mcpdemo.Options{})
+		fixture, err := conformance.ServeFixture("127.0.0.1:0", demo.MCPOptions{})
 		if err != nil {
 			return false, err
 		}

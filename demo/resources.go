@@ -1,4 +1,4 @@
-package mcpdemo
+package demo
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 )
 
 // addResources registers the static resources, the watched resource and the template.
-func (s *Server) addResources() {
+func (s *MCP) addResources() {
 	s.mcp.AddResource(
 		mcp.NewResource(staticTextURI, "static-text",
 			mcp.WithResourceTitle("Static Text Resource"),
@@ -76,7 +76,7 @@ func templateData(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.Resourc
 // notifications/resources/updated to every session subscribed to it; the error joins the
 // sessions that could not be notified. Over streamable HTTP the notification travels on
 // the session's GET stream or, while it has none, on the session's next request.
-func (s *Server) UpdateWatchedResource(text string) error {
+func (s *MCP) UpdateWatchedResource(text string) error {
 	var errs []error
 	for _, sessionID := range s.watched.update(text) {
 		err := s.mcp.SendNotificationToSpecificClient(sessionID, string(mcp.MethodNotificationResourceUpdated),

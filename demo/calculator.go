@@ -1,8 +1,4 @@
-// Package calculator is the demo gRPC backend: calculator.v1.CalculatorService, serving the
-// JSON-RPC 2.0 specification's example methods plus streaming ones, with gRPC health and
-// server reflection. The default configuration starts it on loopback so the first tour
-// shows real JSON-RPC → gRPC transcoding; tests use it as a real backend.
-package calculator
+package demo
 
 import (
 	"context"
@@ -24,23 +20,24 @@ import (
 	calculatorv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/calculator/v1"
 )
 
-// Limits of the streaming methods, so a demo backend cannot be made to run forever.
+// Limits of the calculator's streaming methods, so a demo backend cannot be made to run
+// forever.
 const (
 	MaxCount         = 10_000
 	MaxCountInterval = 10 * time.Second
 )
 
-// Service implements calculator.v1.CalculatorService.
-type Service struct {
+// Calculator implements calculator.v1.CalculatorService.
+type Calculator struct {
 	calculatorv1.UnimplementedCalculatorServiceServer
 }
 
-var _ calculatorv1.CalculatorServiceServer = (*Service)(nil)
+var _ calculatorv1.CalculatorServiceServer = (*Calculator)(nil)
 
-// NewServer returns a gRPC server with the calculator, health and reflection registered.
-func NewServer(opts ...grpc.ServerOption) *grpc.Server {
+// NewCalculatorServer returns a gRPC server with the calculator, health and reflection registered.
+func NewCalculatorServer(opts ...grpc.ServerOption) *grpc.Server {
 	gs := grpc.NewServer(opts...)
-	calculatorv1.RegisterCalculatorServiceServer(gs, &Service{})
+	calculatorv1.RegisterCalculatorServiceServer(gs, &Calculator{})
 	hs := health.NewServer()
 	hs.SetServingStatus(calculatorv1.CalculatorService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(gs, hs)
@@ -48,9 +45,9 @@ func NewServer(opts ...grpc.ServerOption) *grpc.Server {
 	return gs
 }
 
-// Serve runs the calculator on ln until ctx is done, then stops gracefully.
-func Serve(ctx context.Context, ln net.Listener) error {
-	gs := NewServer()
+// ServeCalculator runs the calculator on ln until ctx is done, then stops gracefully.
+func ServeCalculator(ctx context.Context, ln net.Listener) error {
+	gs := NewCalculatorServer()
 	errc := make(chan error, 1)
 	go func() { errc <- gs.Serve(ln) }()
 	select {
@@ -62,26 +59,26 @@ func Serve(ctx context.Context, ln net.Listener) error {
 	}
 }
 
-// Start serves the calculator on a new listener at addr ("127.0.0.1:0" picks a free port)
+// StartCalculator serves the calculator on a new listener at addr ("127.0.0.1:0" picks a free port)
 // and returns the bound address and a function that stops it gracefully.
-func Start(addr string) (string, func() error, error) {
+func StartCalculator(addr string) (string, func() error, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, ln) }()
+	go func() { done <- ServeCalculator(ctx, ln) }()
 	return ln.Addr().String(), func() error { cancel(); return <-done }, nil
 }
 
 // Subtract returns minuend − subtrahend.
-func (*Service) Subtract(_ context.Context, r *calculatorv1.SubtractRequest) (*calculatorv1.SubtractResponse, error) {
+func (*Calculator) Subtract(_ context.Context, r *calculatorv1.SubtractRequest) (*calculatorv1.SubtractResponse, error) {
 	return &calculatorv1.SubtractResponse{Result: r.GetMinuend() - r.GetSubtrahend()}, finite(r.GetMinuend() - r.GetSubtrahend())
 }
 
 // Sum returns the sum of the values.
-func (*Service) Sum(_ context.Context, r *calculatorv1.SumRequest) (*calculatorv1.SumResponse, error) {
+func (*Calculator) Sum(_ context.Context, r *calculatorv1.SumRequest) (*calculatorv1.SumResponse, error) {
 	var s float64
 	for _, v := range r.GetValues() {
 		s += v
@@ -90,27 +87,27 @@ func (*Service) Sum(_ context.Context, r *calculatorv1.SumRequest) (*calculatorv
 }
 
 // Update accepts values and does nothing with them (the specification's notification).
-func (*Service) Update(context.Context, *calculatorv1.UpdateRequest) (*emptypb.Empty, error) {
+func (*Calculator) Update(context.Context, *calculatorv1.UpdateRequest) (*emptypb.Empty, error) {
 	return &emptypb.Empty{}, nil
 }
 
 // NotifyHello accepts a value and does nothing with it.
-func (*Service) NotifyHello(context.Context, *calculatorv1.NotifyHelloRequest) (*emptypb.Empty, error) {
+func (*Calculator) NotifyHello(context.Context, *calculatorv1.NotifyHelloRequest) (*emptypb.Empty, error) {
 	return &emptypb.Empty{}, nil
 }
 
 // NotifySum accepts values and does nothing with them.
-func (*Service) NotifySum(context.Context, *calculatorv1.NotifySumRequest) (*emptypb.Empty, error) {
+func (*Calculator) NotifySum(context.Context, *calculatorv1.NotifySumRequest) (*emptypb.Empty, error) {
 	return &emptypb.Empty{}, nil
 }
 
 // GetData returns ["hello", 5].
-func (*Service) GetData(context.Context, *calculatorv1.GetDataRequest) (*calculatorv1.GetDataResponse, error) {
+func (*Calculator) GetData(context.Context, *calculatorv1.GetDataRequest) (*calculatorv1.GetDataResponse, error) {
 	return &calculatorv1.GetDataResponse{Result: []*structpb.Value{structpb.NewStringValue("hello"), structpb.NewNumberValue(5)}}, nil
 }
 
 // Count streams the integers from..to (inclusive), one every interval.
-func (*Service) Count(r *calculatorv1.CountRequest, stream grpc.ServerStreamingServer[calculatorv1.CountResponse]) error {
+func (*Calculator) Count(r *calculatorv1.CountRequest, stream grpc.ServerStreamingServer[calculatorv1.CountResponse]) error {
 	from, to := r.GetFrom(), r.GetTo()
 	interval := r.GetInterval().AsDuration()
 	switch {
@@ -137,7 +134,7 @@ func (*Service) Count(r *calculatorv1.CountRequest, stream grpc.ServerStreamingS
 }
 
 // SumStream sums the values the client streams.
-func (*Service) SumStream(stream grpc.ClientStreamingServer[calculatorv1.SumStreamRequest, calculatorv1.SumStreamResponse]) error {
+func (*Calculator) SumStream(stream grpc.ClientStreamingServer[calculatorv1.SumStreamRequest, calculatorv1.SumStreamResponse]) error {
 	var sum float64
 	var n uint64
 	for {
@@ -154,7 +151,7 @@ func (*Service) SumStream(stream grpc.ClientStreamingServer[calculatorv1.SumStre
 }
 
 // Accumulate answers each delta with the running total.
-func (*Service) Accumulate(stream grpc.BidiStreamingServer[calculatorv1.AccumulateRequest, calculatorv1.AccumulateResponse]) error {
+func (*Calculator) Accumulate(stream grpc.BidiStreamingServer[calculatorv1.AccumulateRequest, calculatorv1.AccumulateResponse]) error {
 	var total int64
 	var n uint64
 	for {

@@ -1,4 +1,4 @@
-package mcpdemo
+package demo
 
 // The media types of the fixture contents.
 const (

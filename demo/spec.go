@@ -1,4 +1,4 @@
-package routing
+package demo
 
 import (
 	"bytes"
@@ -9,22 +9,23 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/routing"
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
-// Demo is the built-in target serving the JSON-RPC 2.0 specification's example methods:
+// Spec is the built-in target serving the JSON-RPC 2.0 specification's example methods:
 //
 //	subtract      [minuend, subtrahend] or {"minuend", "subtrahend"} → minuend − subtrahend
 //	sum           [n, …] → the sum
 //	update        [n, …] → null (the specification sends it as a notification)
 //	notify_hello  [n] → null (likewise)
 //	get_data      no params → ["hello", 5]
-type Demo struct {
+type Spec struct {
 	delay time.Duration
 }
 
-var _ gateway.Target = (*Demo)(nil)
+var _ gateway.Target = (*Spec)(nil)
 
 // The demo methods.
 const (
@@ -35,24 +36,24 @@ const (
 	demoGetData     = "get_data"
 )
 
-// NewDemo returns the demo target.
-func NewDemo(cfg DemoConfig) *Demo { return &Demo{delay: cfg.Delay} }
+// NewSpec returns the demo target serving the specification's example methods.
+func NewSpec(cfg routing.DemoConfig) *Spec { return &Spec{delay: cfg.Delay} }
 
 // Name implements gateway.Target.
-func (*Demo) Name() string { return "demo" }
+func (*Spec) Name() string { return "demo" }
 
 // Methods returns the methods the demo target serves.
-func (*Demo) Methods() []string {
+func (*Spec) Methods() []string {
 	return []string{demoSubtract, demoSum, demoUpdate, demoNotifyHello, demoGetData}
 }
 
-var _ capability.Provider = (*Demo)(nil)
+var _ capability.Provider = (*Spec)(nil)
 
 // Capabilities describes the demo methods as capabilities, in the order of Methods: each
 // with a description, JSON Schemas of its params and result, and an example. All are
 // deterministic. subtract takes its named form ({minuend, subtrahend}) as a capability;
 // the others take the arrays the specification sends.
-func (*Demo) Capabilities() []capability.Capability {
+func (*Spec) Capabilities() []capability.Capability {
 	numbers := `{"type":"array","items":{"type":"number"}}`
 	caps := []struct {
 		method, desc, in, out, exIn, exOut string
@@ -83,7 +84,7 @@ func (*Demo) Capabilities() []capability.Capability {
 }
 
 // Invoke implements gateway.Target.
-func (d *Demo) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
+func (d *Spec) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
 	if err := d.wait(ctx); err != nil {
 		return nil, err
 	}
@@ -106,7 +107,7 @@ func (d *Demo) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Result,
 
 var getDataResult = []byte(`["hello",5]`)
 
-func (d *Demo) wait(ctx context.Context) error {
+func (d *Spec) wait(ctx context.Context) error {
 	if d.delay <= 0 {
 		return ctx.Err()
 	}

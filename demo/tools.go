@@ -1,4 +1,4 @@
-package mcpdemo
+package demo
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 )
 
 // addTools registers every fixture tool.
-func (s *Server) addTools() {
+func (s *MCP) addTools() {
 	s.mcp.AddTools(
 		fixed("test_simple_text", "Returns a simple text response",
 			mcp.NewTextContent(simpleText)),

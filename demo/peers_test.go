@@ -1,4 +1,4 @@
-package mcpdemo_test
+package demo_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/gatehouse-dev/gatehouse/routing/mcpdemo"
+	"github.com/gatehouse-dev/gatehouse/demo"
 )
 
 // testTimeout bounds every exchange with the fixture.
@@ -44,7 +44,7 @@ var peers = []peer{
 }
 
 // connector connects a client to a fixture over one transport.
-type connector = func(t *testing.T, srv *mcpdemo.Server, opts ...client.ClientOption) *client.Client
+type connector = func(t *testing.T, srv *demo.MCP, opts ...client.ClientOption) *client.Client
 
 // fakeUser answers the fixture's sampling and elicitation requests the way the suite does,
 // and records them.
@@ -100,7 +100,7 @@ func start(t *testing.T, c *client.Client, p peer) {
 }
 
 func inProcess(version string) connector {
-	return func(t *testing.T, srv *mcpdemo.Server, opts ...client.ClientOption) *client.Client {
+	return func(t *testing.T, srv *demo.MCP, opts ...client.ClientOption) *client.Client {
 		t.Helper()
 		c, err := client.NewInProcessClientWithOptions(srv.MCPServer(), append(opts, client.WithProtocolVersion(version))...)
 		if err != nil {
@@ -114,7 +114,7 @@ func inProcess(version string) connector {
 // revisions that have one, the client opens the GET stream, which sampling needs (see
 // HTTPHandler); 2026-07-28 has none and samples by multi round-trip requests instead.
 func streamableHTTP(version string) connector {
-	return func(t *testing.T, srv *mcpdemo.Server, opts ...client.ClientOption) *client.Client {
+	return func(t *testing.T, srv *demo.MCP, opts ...client.ClientOption) *client.Client {
 		t.Helper()
 		url := serveHTTP(t, srv)
 		// An own transport, whose idle connections are closed before the server stops: a
@@ -137,7 +137,7 @@ func streamableHTTP(version string) connector {
 }
 
 // serveHTTP serves srv's streamable HTTP handler on 127.0.0.1 until the test ends.
-func serveHTTP(t *testing.T, srv *mcpdemo.Server) string {
+func serveHTTP(t *testing.T, srv *demo.MCP) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -165,13 +165,13 @@ func serveHTTP(t *testing.T, srv *mcpdemo.Server) string {
 
 // stdio serves srv with ServeStdio over pipes.
 func stdio(version string) connector {
-	return func(t *testing.T, srv *mcpdemo.Server, opts ...client.ClientOption) *client.Client {
+	return func(t *testing.T, srv *demo.MCP, opts ...client.ClientOption) *client.Client {
 		t.Helper()
 		return stdioClient(t, srv, append(opts, client.WithProtocolVersion(version))...)
 	}
 }
 
-func stdioClient(t *testing.T, srv *mcpdemo.Server, opts ...client.ClientOption) *client.Client {
+func stdioClient(t *testing.T, srv *demo.MCP, opts ...client.ClientOption) *client.Client {
 	t.Helper()
 	toServer, clientOut := io.Pipe()
 	clientIn, fromServer := io.Pipe()
@@ -195,7 +195,7 @@ func stdioClient(t *testing.T, srv *mcpdemo.Server, opts ...client.ClientOption)
 }
 
 // connect returns a started client of srv over p, answering as user.
-func connect(t *testing.T, srv *mcpdemo.Server, p peer, user *fakeUser) *client.Client {
+func connect(t *testing.T, srv *demo.MCP, p peer, user *fakeUser) *client.Client {
 	t.Helper()
 	c := p.connect(t, srv, client.WithSamplingHandler(user), client.WithElicitationHandler(user))
 	start(t, c, p)

@@ -1,4 +1,4 @@
-package mcpdemo
+package demo
 
 import (
 	"context"
@@ -15,7 +15,7 @@ const progressTotal = 100
 // scenario, StepDelay apart. They go through the session's log level (logging/setLevel,
 // or the request's level under protocol 2026-07-28), so a client that asked for warning
 // and above receives none.
-func (s *Server) withLogging(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *MCP) withLogging(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	for i, message := range []string{"Tool execution started", "Tool processing data", "Tool execution completed"} {
 		if i > 0 {
 			if err := s.step(ctx); err != nil {
@@ -35,7 +35,7 @@ func (s *Server) withLogging(ctx context.Context, _ mcp.CallToolRequest) (*mcp.C
 
 // withProgress reports progress 0, 50 and 100 of 100, StepDelay apart, on the progress
 // token of the request; without a token it only takes the same time.
-func (s *Server) withProgress(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *MCP) withProgress(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var token mcp.ProgressToken
 	if req.Params.Meta != nil {
 		token = req.Params.Meta.ProgressToken
@@ -69,7 +69,7 @@ func (s *Server) withProgress(ctx context.Context, req mcp.CallToolRequest) (*mc
 // SSE stream mid-call so that the client resumes with Last-Event-ID; mcp-go has no API to
 // close a request's stream from a handler, so this tool only waits a step and answers on
 // the open stream (the scenario reports that as INFO, not as a failure).
-func (s *Server) reconnection(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *MCP) reconnection(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if err := s.step(ctx); err != nil {
 		return nil, err
 	}
@@ -80,10 +80,10 @@ func (s *Server) reconnection(ctx context.Context, _ mcp.CallToolRequest) (*mcp.
 // v1.2.1 feeds a session's GET stream and the POST stream of a call from one queue, so a
 // notification may travel on the GET stream; a client drops progress that arrives after
 // the result, and the pause lets it arrive first.
-func (s *Server) settle(ctx context.Context) error { return s.step(ctx) }
+func (s *MCP) settle(ctx context.Context) error { return s.step(ctx) }
 
 // step waits StepDelay, or less if ctx ends first.
-func (s *Server) step(ctx context.Context) error {
+func (s *MCP) step(ctx context.Context) error {
 	if s.stepDelay <= 0 {
 		return nil
 	}

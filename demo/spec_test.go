@@ -1,18 +1,42 @@
-package routing_test
+package demo_test
 
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
+func newSpec(cfg routing.DemoConfig) gateway.Target { return demo.NewSpec(cfg) }
+
+// routing claims and routes DemoMethods for routing.demo without importing demo: they must
+// be exactly the methods Spec serves, in its order.
+func TestSpecMethodsAreRoutingDemoMethods(t *testing.T) {
+	got, want := demo.NewSpec(routing.DemoConfig{}).Methods(), routing.DemoMethods()
+	if !slices.Equal(got, want) {
+		t.Fatalf("demo.Spec.Methods() = %v, routing.DemoMethods() = %v", got, want)
+	}
+	for _, c := range demo.NewSpec(routing.DemoConfig{}).Capabilities() {
+		if !slices.Contains(want, c.Method) {
+			t.Errorf("capability %q is not in routing.DemoMethods()", c.Method)
+		}
+	}
+}
+
+func TestBuildNeedsDemoTarget(t *testing.T) {
+	if _, err := routing.Build(routing.Config{Demo: &routing.DemoConfig{}}, routing.BuildOptions{}); err == nil {
+		t.Fatal("routing.demo without BuildOptions.Demo built a table")
+	}
+}
+
 func TestDemoMethods(t *testing.T) {
-	d := routing.NewDemo(routing.DemoConfig{})
+	d := demo.NewSpec(routing.DemoConfig{})
 	tests := []struct {
 		method, params, want string
 		code                 schemas.Code
@@ -62,7 +86,7 @@ func TestDemoMethods(t *testing.T) {
 }
 
 func TestDemoDelayRespectsDeadline(t *testing.T) {
-	d := routing.NewDemo(routing.DemoConfig{Delay: time.Hour})
+	d := demo.NewSpec(routing.DemoConfig{Delay: time.Hour})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	_, err := d.Invoke(ctx, &gateway.Call{Method: "get_data"})
@@ -72,7 +96,7 @@ func TestDemoDelayRespectsDeadline(t *testing.T) {
 }
 
 func TestTableRouteAndDuplicates(t *testing.T) {
-	tb, err := routing.Build(routing.Config{Demo: &routing.DemoConfig{}}, routing.BuildOptions{})
+	tb, err := routing.Build(routing.Config{Demo: &routing.DemoConfig{}}, routing.BuildOptions{Demo: newSpec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +112,7 @@ func TestTableRouteAndDuplicates(t *testing.T) {
 	if err != nil || string(res.Value) != "3" {
 		t.Fatalf("sum: got %v, %v", res, err)
 	}
-	if err := tb.Add("sum", routing.NewDemo(routing.DemoConfig{})); err == nil {
+	if err := tb.Add("sum", demo.NewSpec(routing.DemoConfig{})); err == nil {
 		t.Fatal("adding a method twice succeeded")
 	}
 	if n := len(tb.Targets()); n != 1 {

@@ -1,4 +1,4 @@
-package calculator_test
+package demo_test
 
 import (
 	"context"
@@ -6,21 +6,18 @@ import (
 	"io"
 	"testing"
 
-	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/gatehouse-dev/gatehouse/routing/calculator"
+	"github.com/gatehouse-dev/gatehouse/demo"
 	calculatorv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/calculator/v1"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
 func dial(t *testing.T) calculatorv1.CalculatorServiceClient {
 	t.Helper()
-	addr, stop, err := calculator.Start("127.0.0.1:0")
+	addr, stop, err := demo.StartCalculator("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +76,7 @@ func TestStreaming(t *testing.T) {
 		}
 	})
 	t.Run("count limits", func(t *testing.T) {
-		s, err := c.Count(ctx, &calculatorv1.CountRequest{From: 0, To: calculator.MaxCount})
+		s, err := c.Count(ctx, &calculatorv1.CountRequest{From: 0, To: demo.MaxCount})
 		if err == nil {
 			_, err = s.Recv()
 		}

@@ -1,4 +1,4 @@
-package mcpdemo
+package demo
 
 import (
 	"context"
@@ -22,7 +22,7 @@ const sessionIdleTTL = 10 * time.Minute
 // mcp-go keeps a single stdio session per process, so at most one ServeStdio may run at a
 // time in a process. When ctx ends first, a read already blocked on in returns only when
 // in is closed: close in (or exit) to release it.
-func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+func (s *MCP) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	stdio := server.NewStdioServer(s.mcp)
 	stdio.SetErrorLogger(slog.NewLogLogger(s.logger.Handler(), slog.LevelError))
 	err := stdio.Listen(ctx, in, out)
@@ -32,7 +32,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	return fmt.Errorf("serving mcp over stdio: %w", err)
 }
 
-// HTTPHandler serves the fixture over MCP streamable HTTP at whatever path it is mounted
+// MCPHTTPHandler serves the fixture over MCP streamable HTTP at whatever path it is mounted
 // on. Sessions are stateful (an unknown Mcp-Session-Id is answered 404), SSE streams are
 // resumable with Last-Event-ID, and requests arriving over loopback with a non-localhost
 // Host header are refused (DNS rebinding protection). Call Shutdown when done.
@@ -43,15 +43,15 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 // the POST streams of a session from one notification queue, so a call's progress and log
 // notifications may travel on either; the notifying tools pause before their result so
 // that they arrive first (see settle).
-type HTTPHandler struct {
+type MCPHTTPHandler struct {
 	srv *server.StreamableHTTPServer
 }
 
-var _ http.Handler = (*HTTPHandler)(nil)
+var _ http.Handler = (*MCPHTTPHandler)(nil)
 
 // StreamableHTTPHandler returns a handler serving s over streamable HTTP. The mcp-go
 // options in extra are applied after the fixture's own (so they may override them).
-func (s *Server) StreamableHTTPHandler(extra ...server.StreamableHTTPOption) *HTTPHandler {
+func (s *MCP) StreamableHTTPHandler(extra ...server.StreamableHTTPOption) *MCPHTTPHandler {
 	opts := []server.StreamableHTTPOption{
 		server.WithStateful(true),
 		// An event store makes streams resumable; it also gives every SSE stream a single
@@ -61,15 +61,15 @@ func (s *Server) StreamableHTTPHandler(extra ...server.StreamableHTTPOption) *HT
 		server.WithSessionIdleTTL(sessionIdleTTL),
 		server.WithStreamableHTTPLogger(s.logger),
 	}
-	return &HTTPHandler{srv: server.NewStreamableHTTPServer(s.mcp, append(opts, extra...)...)}
+	return &MCPHTTPHandler{srv: server.NewStreamableHTTPServer(s.mcp, append(opts, extra...)...)}
 }
 
 // ServeHTTP implements http.Handler.
-func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.srv.ServeHTTP(w, r) }
+func (h *MCPHTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.srv.ServeHTTP(w, r) }
 
 // Shutdown ends every session, which releases their open GET streams, and stops the idle
 // session sweeper. The handler must not serve requests afterwards.
-func (h *HTTPHandler) Shutdown(ctx context.Context) error {
+func (h *MCPHTTPHandler) Shutdown(ctx context.Context) error {
 	if err := h.srv.Shutdown(ctx); err != nil {
 		return fmt.Errorf("shutting down the mcp http handler: %w", err)
 	}

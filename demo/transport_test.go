@@ -1,4 +1,4 @@
-package mcpdemo_test
+package demo_test
 
 import (
 	"context"
@@ -10,13 +10,13 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/gatehouse-dev/gatehouse/routing/mcpdemo"
+	"github.com/gatehouse-dev/gatehouse/demo"
 )
 
 func TestServeStdioEndsAtEOF(t *testing.T) {
 	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
 	var out strings.Builder
-	if err := mcpdemo.New(mcpdemo.Options{}).ServeStdio(context.Background(), in, &out); err != nil {
+	if err := demo.NewMCP(demo.MCPOptions{}).ServeStdio(context.Background(), in, &out); err != nil {
 		t.Fatalf("ServeStdio: %v, want nil at EOF", err)
 	}
 	if got := out.String(); !strings.Contains(got, `"id":1`) || !strings.Contains(got, `"result":{}`) {
@@ -28,7 +28,7 @@ func TestServeStdioEndsWithContext(t *testing.T) {
 	in, feed := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- mcpdemo.New(mcpdemo.Options{}).ServeStdio(ctx, in, io.Discard) }()
+	go func() { served <- demo.NewMCP(demo.MCPOptions{}).ServeStdio(ctx, in, io.Discard) }()
 	cancel()
 	select {
 	case err := <-served:
@@ -43,14 +43,14 @@ func TestServeStdioEndsWithContext(t *testing.T) {
 
 func TestServerInfo(t *testing.T) {
 	tests := []struct {
-		opts          mcpdemo.Options
+		opts          demo.MCPOptions
 		name, version string
 	}{
-		{mcpdemo.Options{}, mcpdemo.DefaultName, mcpdemo.DefaultVersion},
-		{mcpdemo.Options{Name: "upstream-a", Version: "2.0.0"}, "upstream-a", "2.0.0"},
+		{demo.MCPOptions{}, demo.DefaultMCPName, demo.DefaultMCPVersion},
+		{demo.MCPOptions{Name: "upstream-a", Version: "2.0.0"}, "upstream-a", "2.0.0"},
 	}
 	for _, tt := range tests {
-		c := inProcess(mcp.ProtocolVersion20251125)(t, mcpdemo.New(tt.opts))
+		c := inProcess(mcp.ProtocolVersion20251125)(t, demo.NewMCP(tt.opts))
 		if err := c.Start(ctxT(t)); err != nil {
 			t.Fatal(err)
 		}
@@ -76,12 +76,12 @@ func TestStepDelay(t *testing.T) {
 		delay    time.Duration
 		min, max time.Duration
 	}{
-		{0, 3 * mcpdemo.DefaultStepDelay, testTimeout}, // three steps: two between notifications, one to settle
-		{-1, 0, mcpdemo.DefaultStepDelay},
-		{10 * time.Millisecond, 30 * time.Millisecond, mcpdemo.DefaultStepDelay * 3},
+		{0, 3 * demo.DefaultMCPStepDelay, testTimeout}, // three steps: two between notifications, one to settle
+		{-1, 0, demo.DefaultMCPStepDelay},
+		{10 * time.Millisecond, 30 * time.Millisecond, demo.DefaultMCPStepDelay * 3},
 	}
 	for _, tt := range tests {
-		c := connect(t, mcpdemo.New(mcpdemo.Options{StepDelay: tt.delay}), peers[0], &fakeUser{})
+		c := connect(t, demo.NewMCP(demo.MCPOptions{StepDelay: tt.delay}), peers[0], &fakeUser{})
 		start := time.Now()
 		callTool(t, c, "test_tool_with_progress", nil)
 		if took := time.Since(start); took < tt.min || took > tt.max {
@@ -91,7 +91,7 @@ func TestStepDelay(t *testing.T) {
 }
 
 func TestHTTPRefusesForeignHost(t *testing.T) {
-	url := serveHTTP(t, mcpdemo.New(mcpdemo.Options{}))
+	url := serveHTTP(t, demo.NewMCP(demo.MCPOptions{}))
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 	for _, tt := range []struct {
 		host string

@@ -1,4 +1,4 @@
-package mcpdemo
+package demo
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package mcpdemo
+package demo
 
 import (
 	"log/slog"
@@ -11,22 +11,22 @@ import (
 // the fixtures follow.
 const SuiteVersion = "0.1.16"
 
-// Defaults applied by New to zero Options fields.
+// Defaults applied by NewMCP to zero MCPOptions fields.
 const (
-	DefaultName      = "gatehouse-demo-mcp"
-	DefaultVersion   = "1.0.0"
-	DefaultStepDelay = 50 * time.Millisecond
+	DefaultMCPName      = "gatehouse-demo-mcp"
+	DefaultMCPVersion   = "1.0.0"
+	DefaultMCPStepDelay = 50 * time.Millisecond
 )
 
-// Options configures a fixture server. The zero value is ready to use.
-type Options struct {
-	// Name and Version are announced in serverInfo; empty means DefaultName and
-	// DefaultVersion.
+// MCPOptions configures a fixture server. The zero value is ready to use.
+type MCPOptions struct {
+	// Name and Version are announced in serverInfo; empty means DefaultMCPName and
+	// DefaultMCPVersion.
 	Name    string
 	Version string
 	// StepDelay separates the notifications of test_tool_with_logging and
 	// test_tool_with_progress (the suite asks for about 50 ms) and follows the last one;
-	// it is also test_reconnection's duration. Zero means DefaultStepDelay, a negative
+	// it is also test_reconnection's duration. Zero means DefaultMCPStepDelay, a negative
 	// value no delay.
 	StepDelay time.Duration
 	// Logger receives the transports' error logs; nil discards them. Nothing is ever
@@ -34,19 +34,19 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Server is one fixture server: an mcp-go server with the suite's tools, resources,
+// MCP is one fixture server: an mcp-go server with the suite's tools, resources,
 // resource templates and prompts registered. It is safe for concurrent use.
-type Server struct {
+type MCP struct {
 	mcp       *server.MCPServer
 	logger    *slog.Logger
 	stepDelay time.Duration
 	watched   *watchedResource
 }
 
-// New returns a fixture server configured by opts.
-func New(opts Options) *Server {
+// NewMCP returns a fixture server configured by opts.
+func NewMCP(opts MCPOptions) *MCP {
 	opts = opts.withDefaults()
-	s := &Server{
+	s := &MCP{
 		logger:    opts.Logger,
 		stepDelay: max(opts.StepDelay, 0),
 		watched:   newWatchedResource(),
@@ -75,17 +75,17 @@ func New(opts Options) *Server {
 
 // MCPServer returns the underlying mcp-go server, for transports this package does not
 // wrap (in-process clients, legacy SSE).
-func (s *Server) MCPServer() *server.MCPServer { return s.mcp }
+func (s *MCP) MCPServer() *server.MCPServer { return s.mcp }
 
-func (o Options) withDefaults() Options {
+func (o MCPOptions) withDefaults() MCPOptions {
 	if o.Name == "" {
-		o.Name = DefaultName
+		o.Name = DefaultMCPName
 	}
 	if o.Version == "" {
-		o.Version = DefaultVersion
+		o.Version = DefaultMCPVersion
 	}
 	if o.StepDelay == 0 {
-		o.StepDelay = DefaultStepDelay
+		o.StepDelay = DefaultMCPStepDelay
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -1,4 +1,4 @@
-package mcpdemo
+package demo
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 var errMissingArgument = errors.New("required argument missing")
 
 // addPrompts registers the four fixture prompts.
-func (s *Server) addPrompts() {
+func (s *MCP) addPrompts() {
 	s.mcp.AddPrompt(
 		mcp.NewPrompt("test_simple_prompt",
 			mcp.WithPromptTitle("Simple Test Prompt"),

@@ -1,6 +1,28 @@
-// Package mcpdemo is a small MCP server, written with mcp-go, that provides exactly the
-// fixtures the official MCP conformance suite (@modelcontextprotocol/conformance, server
-// mode) expects of a server under test. The contents below follow the scenario sources of
+// Package demo holds the demo backends and fixtures, out of the production tree: what
+// `make run` and the `gatehouse demo-*` subcommands serve, and what tests and the MCP
+// conformance suite (internal/conformance) run against. It owns three of them:
+//
+//   - Calculator (NewCalculatorServer, ServeCalculator, StartCalculator): the demo gRPC
+//     backend, calculator.v1.CalculatorService, serving the JSON-RPC 2.0 specification's
+//     example methods plus streaming ones, with gRPC health and server reflection. The
+//     default configuration starts it on loopback (server.demo_grpc) so the first tour
+//     shows real JSON-RPC → gRPC transcoding; tests use it as a real backend.
+//   - Spec (NewSpec): the in-process target of routing.demo, serving the specification's
+//     example methods (subtract, sum, update, notify_hello, get_data) directly. routing
+//     claims and routes routing.DemoMethods; the server hands it this target through
+//     routing.BuildOptions.Demo.
+//   - MCP (NewMCP, MCPOptions): the MCP fixture server described below.
+//
+// demo may import schemas, codecs, gateway, state and routing (for their types and
+// configuration), never faces or server: the gateway is assembled around these backends,
+// not the other way round. Nothing in the production tree but server (which starts the
+// demo backends it is configured with) and cmd/gatehouse imports demo.
+//
+// # The MCP fixture server
+//
+// MCP is a small MCP server, written with mcp-go, that provides exactly the fixtures the
+// official MCP conformance suite (@modelcontextprotocol/conformance, server mode) expects
+// of a server under test. The contents below follow the scenario sources of
 // the suite version in SuiteVersion; each fixture behaves as its scenario checks.
 //
 // Tools:
@@ -31,6 +53,6 @@
 // speaking protocol 2026-07-28 receives an input_required result and retries, and mcp-go
 // turns the same handler into server-initiated requests for clients of earlier revisions.
 //
-// One Server may be served over stdio (ServeStdio) and streamable HTTP
+// One MCP may be served over stdio (ServeStdio) and streamable HTTP
 // (StreamableHTTPHandler) at the same time.
-package mcpdemo
+package demo

@@ -1,4 +1,4 @@
-package mcpdemo_test
+package demo_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/gatehouse-dev/gatehouse/routing/mcpdemo"
+	"github.com/gatehouse-dev/gatehouse/demo"
 )
 
 func readText(t *testing.T, c *client.Client, uri string) string {
@@ -26,7 +26,7 @@ func TestUpdateWatchedResource(t *testing.T) {
 			continue // 2026-07-28 has no sessions to notify; subscriptions/listen replaces them
 		}
 		t.Run(p.name, func(t *testing.T) {
-			srv := mcpdemo.New(mcpdemo.Options{})
+			srv := demo.NewMCP(demo.MCPOptions{})
 			c := connect(t, srv, p, &fakeUser{})
 			var notes notifications
 			notes.record(c)
@@ -68,7 +68,7 @@ func TestUpdateWatchedResource(t *testing.T) {
 }
 
 func TestUpdateWatchedResourceWithoutSubscribers(t *testing.T) {
-	srv := mcpdemo.New(mcpdemo.Options{})
+	srv := demo.NewMCP(demo.MCPOptions{})
 	if err := srv.UpdateWatchedResource("nobody listens"); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestUpdateWatchedResourceWithoutSubscribers(t *testing.T) {
 }
 
 func TestTemplateRejectsBadURI(t *testing.T) {
-	c := connect(t, mcpdemo.New(mcpdemo.Options{}), peers[0], &fakeUser{})
+	c := connect(t, demo.NewMCP(demo.MCPOptions{}), peers[0], &fakeUser{})
 	for _, uri := range []string{"test://template//data", "test://nothing"} {
 		req := mcp.ReadResourceRequest{}
 		req.Params.URI = uri

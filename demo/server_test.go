@@ -1,4 +1,4 @@
-package mcpdemo_test
+package demo_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/gatehouse-dev/gatehouse/routing/mcpdemo"
+	"github.com/gatehouse-dev/gatehouse/demo"
 )
 
 // The fixture contents, copied from the scenario sources of the pinned suite version.
@@ -28,7 +28,7 @@ func forEachPeer(t *testing.T, test func(t *testing.T, c *client.Client, user *f
 	for _, p := range peers {
 		t.Run(p.name, func(t *testing.T) {
 			user := &fakeUser{}
-			test(t, connect(t, mcpdemo.New(mcpdemo.Options{}), p, user), user)
+			test(t, connect(t, demo.NewMCP(demo.MCPOptions{}), p, user), user)
 		})
 	}
 }
@@ -109,7 +109,7 @@ func TestToolsList(t *testing.T) {
 // TestJSONSchema2020OnTheWire reads tools/list as sent: mcp-go's client decodes input
 // schemas into a struct without $schema, so only the raw response shows it.
 func TestJSONSchema2020OnTheWire(t *testing.T) {
-	srv := mcpdemo.New(mcpdemo.Options{})
+	srv := demo.NewMCP(demo.MCPOptions{})
 	reply := srv.MCPServer().HandleMessage(ctxT(t), []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	var list struct {
 		Result struct {
@@ -499,7 +499,7 @@ func TestPing(t *testing.T) {
 func TestInputRefused(t *testing.T) {
 	for _, p := range peers {
 		t.Run(p.name, func(t *testing.T) {
-			c := p.connect(t, mcpdemo.New(mcpdemo.Options{}))
+			c := p.connect(t, demo.NewMCP(demo.MCPOptions{}))
 			start(t, c, p)
 			for _, call := range []struct {
 				tool string

@@ -1,9 +1,0 @@
-package mcpdemo_test
-
-import (
-	"testing"
-
-	"github.com/gatehouse-dev/gatehouse/internal/mcptest"
-)
-
-func TestMain(m *testing.M) { mcptest.VerifyMain(m) }
