@@ -65,9 +65,9 @@ func RelayMessages(ctx context.Context, id jsonrpc.ID, s gateway.Stream, send fu
 //	{"jsonrpc":"2.0","method":"$/event","params":{"id":<id>,"event":<name>,"data":<payload>}}
 const MethodEvent = "$/event"
 
-// errMalformedEvent ends a stream of named events whose target sent a message that is not
+// ErrMalformedEvent ends a stream of named events whose target sent a message that is not
 // {"event": <name>, "data": <payload>} with a one-line name.
-var errMalformedEvent = gateway.NewError(schemas.CodeInternal).With("reason", "the target sent a malformed event")
+var ErrMalformedEvent = gateway.NewError(schemas.CodeInternal).With("reason", "the target sent a malformed event")
 
 // eventMessage is one message of a stream of named events.
 type eventMessage struct {
@@ -75,18 +75,18 @@ type eventMessage struct {
 	Data  json.RawMessage `json:"data"`
 }
 
-// parseEvent returns the name and the payload of one message of a stream of named events;
+// ParseEvent returns the name and the payload of one message of a stream of named events;
 // the payload is compact JSON, on one line.
-func parseEvent(msg []byte) (name string, data []byte, err error) {
+func ParseEvent(msg []byte) (name string, data []byte, err error) {
 	var m eventMessage
 	if json.Unmarshal(msg, &m) != nil || m.Event == "" || strings.ContainsAny(m.Event, "\r\n") || len(m.Data) == 0 {
-		return "", nil, errMalformedEvent
+		return "", nil, ErrMalformedEvent
 	}
 	data = m.Data
 	if bytes.ContainsAny(data, "\r\n") {
 		var b bytes.Buffer
 		if json.Compact(&b, data) != nil {
-			return "", nil, errMalformedEvent
+			return "", nil, ErrMalformedEvent
 		}
 		data = b.Bytes()
 	}
@@ -104,7 +104,7 @@ func RelayEvents(ctx context.Context, id jsonrpc.ID, s gateway.Stream, send func
 		if err != nil {
 			return Outcome{Err: gateway.AsError(err), ID: id}
 		}
-		name, data, err := parseEvent(msg)
+		name, data, err := ParseEvent(msg)
 		if err == nil {
 			err = send(name, data)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
@@ -11,22 +12,19 @@ import (
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
-// callKey is the context key of the call a handler runs (withCall).
-type callKey struct{}
-
 // withCall returns ctx carrying c, the call about to run through the pipeline, so that
 // what its target does on the caller's behalf — running a capability — runs as the same
-// caller.
+// caller. It is gateway.WithCall, which faces.Pipeline uses too: a capability finds its
+// caller whichever entry ran the call.
 func withCall(ctx context.Context, c *gateway.Call) context.Context {
-	return context.WithValue(ctx, callKey{}, c)
+	return gateway.WithCall(ctx, c)
 }
 
-// callFrom returns the call ctx was given to, nil when none. Only its identity — principal,
-// zone, protocol, trace id — may be read from it: the rest belongs to the goroutine
-// running it.
+// callFrom returns the call ctx was given to, nil when none (gateway.CallFrom). Only its
+// identity — principal, zone, protocol, trace id — may be read from it: the rest belongs
+// to the goroutine running it.
 func callFrom(ctx context.Context) *gateway.Call {
-	c, _ := ctx.Value(callKey{}).(*gateway.Call)
-	return c
+	return gateway.CallFrom(ctx)
 }
 
 // capabilityInvoker is the server's capability.Invoker.
@@ -64,18 +62,18 @@ func (inv capabilityInvoker) Invoke(ctx context.Context, c capability.Capability
 		ctx = observability.WithLogIDs(ctx, observability.LogIDs{TaskID: task, AgentID: observability.CallerHash(origin.Principal.Subject)})
 	}
 	rt := inv.s.acquire()
-	out := rt.runAsCaller(ctx, asCaller{
-		principal:  origin.Principal,
-		zone:       origin.Zone,
-		protocol:   origin.Protocol,
-		traceID:    origin.TraceID,
-		capability: c.ID,
+	out := rt.Pipeline().RunAs(ctx, faces.Caller{
+		Principal:  origin.Principal,
+		Zone:       origin.Zone,
+		Protocol:   origin.Protocol,
+		TraceID:    origin.TraceID,
+		Capability: c.ID,
 	}, c.Method, input, nil)
-	if out.err != nil {
+	if out.Err != nil {
 		rt.release()
-		return nil, out.err
+		return nil, out.Err
 	}
-	res := out.res
+	res := out.Res
 	if res.Stream == nil {
 		rt.release()
 		return res, nil

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -13,8 +12,6 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/status"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/gateway"
@@ -495,65 +492,4 @@ func breakerEvents(traced bool, mw gateway.Middleware) gateway.Middleware {
 			return res, err
 		}
 	}
-}
-
-// traceUnary is the internal listener's unary interceptor: with tracing on, each RPC of
-// the gateway's services is a server span continuing the trace context of its metadata,
-// and the calls it runs are its children.
-func (s *Server) traceUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	r := s.cur.Load().trace
-	if r == nil || !tracedService(info.FullMethod) {
-		return handler(ctx, req)
-	}
-	ctx, span := startRPCSpan(ctx, r, info.FullMethod)
-	resp, err := handler(ctx, req)
-	endRPCSpan(span, err)
-	return resp, err
-}
-
-// traceStream is traceUnary for streaming RPCs.
-func (s *Server) traceStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	r := s.cur.Load().trace
-	if r == nil || !tracedService(info.FullMethod) {
-		return handler(srv, ss)
-	}
-	ctx, span := startRPCSpan(ss.Context(), r, info.FullMethod)
-	err := handler(srv, tracedStream{ServerStream: ss, ctx: ctx})
-	endRPCSpan(span, err)
-	return err
-}
-
-// tracedStream is a server stream whose context carries its RPC's span.
-type tracedStream struct {
-	grpc.ServerStream
-	ctx context.Context
-}
-
-// Context returns the stream's context with its span.
-func (t tracedStream) Context() context.Context { return t.ctx }
-
-// tracedService reports whether the RPC fullMethod is one of the gateway's own services
-// (health checks and reflection are not traced).
-func tracedService(fullMethod string) bool {
-	return !strings.HasPrefix(fullMethod, "/grpc.")
-}
-
-// startRPCSpan starts the server span of an RPC on the internal listener.
-//
-//nolint:spancheck // endRPCSpan ends the span
-func startRPCSpan(ctx context.Context, r *tracingRef, fullMethod string) (context.Context, trace.Span) {
-	name := strings.TrimPrefix(fullMethod, "/")
-	service, method, _ := strings.Cut(name, "/")
-	return r.tracer().Start(observability.ExtractGRPC(ctx), "grpc "+name, trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(attrRPCSystem.String("grpc"), attrRPCService.String(service), attrRPCMethod.String(method)))
-}
-
-// endRPCSpan records an RPC's status code on its span and ends it.
-func endRPCSpan(span trace.Span, err error) {
-	st := status.Convert(err)
-	span.SetAttributes(attrGRPCStatus.Int(int(st.Code())))
-	if err != nil {
-		span.SetStatus(codes.Error, st.Message())
-	}
-	span.End()
 }
