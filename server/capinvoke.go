@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
@@ -46,18 +47,18 @@ func (inv capabilityInvoker) Invoke(ctx context.Context, c capability.Capability
 		ctx = observability.WithLogIDs(ctx, observability.LogIDs{TaskID: task, AgentID: observability.CallerHash(origin.Principal.Subject)})
 	}
 	rt := inv.s.acquire()
-	out := rt.runAsCaller(ctx, asCaller{
-		principal:  origin.Principal,
-		zone:       origin.Zone,
-		protocol:   origin.Protocol,
-		traceID:    origin.TraceID,
-		capability: c.ID,
+	out := rt.Pipeline().RunAs(ctx, faces.Caller{
+		Principal:  origin.Principal,
+		Zone:       origin.Zone,
+		Protocol:   origin.Protocol,
+		TraceID:    origin.TraceID,
+		Capability: c.ID,
 	}, c.Method, input, nil)
-	if out.err != nil {
+	if out.Err != nil {
 		rt.release()
-		return nil, out.err
+		return nil, out.Err
 	}
-	res := out.res
+	res := out.Res
 	if res.Stream == nil {
 		rt.release()
 		return res, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/auth/policy"
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/configs"
+	grpcface "github.com/gatehouse-dev/gatehouse/faces/grpc"
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	"github.com/gatehouse-dev/gatehouse/faces/ws"
 	"github.com/gatehouse-dev/gatehouse/observability"
@@ -86,7 +87,7 @@ type ServerConfig struct {
 	Boundary BoundaryConfig `yaml:"boundary" json:"boundary"`
 	Admin    AdminConfig    `yaml:"admin" json:"admin"`
 	// Internal is the internal gRPC listener; absent, it is not served.
-	Internal *InternalConfig `yaml:"internal" json:"internal,omitempty"`
+	Internal *grpcface.Config `yaml:"internal" json:"internal,omitempty"`
 	// DemoGRPC starts the built-in calculator.v1 gRPC backend (demo.Calculator) on
 	// this listener, for the tour and tests; absent, it is not started.
 	DemoGRPC *AdminConfig `yaml:"demo_grpc" json:"demo_grpc,omitempty"`
@@ -159,8 +160,7 @@ func (c *Config) applyDefaults() {
 	setDefault(&s.Boundary.Addr, DefaultBoundaryAddr)
 	setDefault(&s.Admin.Addr, DefaultAdminAddr)
 	if s.Internal != nil {
-		setDefault(&s.Internal.Addr, DefaultInternalAddr)
-		setDefault(&s.Internal.MaxRecvBytes, DefaultGRPCRecvBytes)
+		*s.Internal = s.Internal.WithDefaults()
 	}
 	setDefault(&s.ShutdownGrace, DefaultShutdownGrace)
 	setDefault(&s.Boundary.MaxConnections, DefaultMaxConnections)
@@ -201,7 +201,7 @@ func (c *Config) validate(doc *config.Document) config.ErrorList {
 	addrs := map[string]string{"server.boundary.addr": c.Server.Boundary.Addr, "server.admin.addr": c.Server.Admin.Addr}
 	if c.Server.Internal != nil {
 		addrs["server.internal.addr"] = c.Server.Internal.Addr
-		if err := validateAdvertise(c.Server.Internal.Advertise); err != nil { // nektepeer.go
+		if err := grpcface.ValidateAdvertise(c.Server.Internal.Advertise); err != nil {
 			bad("server.internal.advertise", "%v", err)
 		}
 	}
@@ -349,7 +349,7 @@ func (o ListenOverrides) Apply(cfg *Config) {
 	}
 	if o.InternalAddr != "" {
 		if cfg.Server.Internal == nil {
-			cfg.Server.Internal = &InternalConfig{MaxRecvBytes: DefaultGRPCRecvBytes}
+			cfg.Server.Internal = &grpcface.Config{MaxRecvBytes: grpcface.DefaultRecvBytes}
 		}
 		cfg.Server.Internal.Addr = o.InternalAddr
 	}

@@ -302,17 +302,17 @@ func (f *mcpFace) callTool(method string) mcpserver.ToolHandlerFunc {
 		if meta := req.Params.Meta; meta != nil && rt.trace != nil {
 			ctx = observability.ExtractMeta(ctx, meta.AdditionalFields) // params._meta.traceparent
 		}
-		out := rt.runAs(ctx, principal, callerZone(ctx), gateway.ProtocolMCP, method, args, nil)
+		out := rt.Pipeline().RunAs(ctx, faces.Caller{Principal: principal, Zone: callerZone(ctx), Protocol: gateway.ProtocolMCP}, method, args, nil)
 		rt.release()
-		raw := json.RawMessage(out.result)
-		if out.err != nil {
-			if out.err.Code() != schemas.CodeToolFailed {
+		raw := json.RawMessage(out.Result)
+		if out.Err != nil {
+			if out.Err.Code() != schemas.CodeToolFailed {
 				if fr := faceRequestOf(ctx); fr != nil {
-					fr.refusal = &mcpRefusal{err: out.err, traceID: out.traceID}
+					fr.refusal = &mcpRefusal{err: out.Err, traceID: out.TraceID}
 				}
-				return nil, out.err
+				return nil, out.Err
 			}
-			raw, _ = json.Marshal(out.err.Data()["result"])
+			raw, _ = json.Marshal(out.Err.Data()["result"])
 		}
 		return mcp.ParseCallToolResult(&raw)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
@@ -47,15 +48,15 @@ func (f *mcpFace) runRead(ctx context.Context, target *mcpbackend.Target, op str
 	if meta != nil && rt.trace != nil {
 		ctx = observability.ExtractMeta(ctx, meta.AdditionalFields) // params._meta.traceparent
 	}
-	out := rt.runAs(ctx, principal, callerZone(ctx), gateway.ProtocolMCP, target.Namespace()+op, raw, nil)
+	out := rt.Pipeline().RunAs(ctx, faces.Caller{Principal: principal, Zone: callerZone(ctx), Protocol: gateway.ProtocolMCP}, target.Namespace()+op, raw, nil)
 	rt.release()
-	if out.err != nil {
+	if out.Err != nil {
 		if fr := faceRequestOf(ctx); fr != nil {
-			fr.refusal = &mcpRefusal{err: out.err, traceID: out.traceID}
+			fr.refusal = &mcpRefusal{err: out.Err, traceID: out.TraceID}
 		}
-		return nil, out.err
+		return nil, out.Err
 	}
-	return out.result, nil
+	return out.Result, nil
 }
 
 // readResource answers resources/read for a resource or resource template of target.

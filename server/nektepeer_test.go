@@ -5,9 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -18,7 +15,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/gatehouse-dev/gatehouse/routing/nekte"
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
 	"github.com/gatehouse-dev/gatehouse/state"
 )
@@ -267,7 +263,7 @@ func TestNektePeerAdvertiseConfig(t *testing.T) {
 }
 
 // TestNektePeerAdvertised: an explicit server.internal.advertise is what the locator
-// names; an unbound default falls back to the bound address unless it is unspecified.
+// names (faces/grpc tests the fallback to the bound address).
 func TestNektePeerAdvertised(t *testing.T) {
 	kv := newWrittenKV(t)
 	cfg := mustParse(t, strings.Replace(peerConfig, `internal: {addr: "127.0.0.1:0"}`, `internal: {addr: "127.0.0.1:0", advertise: "gw-1.internal:50051"}`, 1))
@@ -275,88 +271,6 @@ func TestNektePeerAdvertised(t *testing.T) {
 	result(t, a.rpc(t, contextCall("share", "prefs")))
 	if _, addr, _ := kv.locator(t); addr != "gw-1.internal:50051" {
 		t.Fatalf("locator names %q", addr)
-	}
-	for _, tt := range []struct {
-		addr net.Addr
-		want string
-	}{
-		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 50051}, "127.0.0.1:50051"},
-		{&net.TCPAddr{IP: net.ParseIP("fd00::7"), Port: 50051}, "[fd00::7]:50051"},
-		{&net.TCPAddr{IP: net.IPv4zero, Port: 50051}, ""},
-		{&net.TCPAddr{IP: net.IPv6unspecified, Port: 50051}, ""},
-		{&net.UnixAddr{Name: "/tmp/sock", Net: "unix"}, ""},
-	} {
-		if got := reachable(tt.addr); got != tt.want {
-			t.Errorf("reachable(%v) = %q, want %q", tt.addr, got, tt.want)
-		}
-	}
-}
-
-func TestNektePeerClientBounds(t *testing.T) {
-	c := newPeerClient(1 << 10)
-	for i := range maxPeerConns + 8 {
-		if _, err := c.conn(fmt.Sprintf("127.0.0.1:%d", 1+i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.mu.Lock()
-	n, first := len(c.conns), c.order[0]
-	c.mu.Unlock()
-	if n != maxPeerConns || first != "127.0.0.1:9" {
-		t.Fatalf("%d connections kept, oldest %s; want %d, oldest 127.0.0.1:9", n, first, maxPeerConns)
-	}
-	// A reused address becomes the most recent.
-	if _, err := c.conn("127.0.0.1:9"); err != nil {
-		t.Fatal(err)
-	}
-	c.mu.Lock()
-	last := c.order[len(c.order)-1]
-	c.mu.Unlock()
-	if last != "127.0.0.1:9" {
-		t.Fatalf("most recent %s", last)
-	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	var pe *nekte.PeerError
-	if _, err := c.GetEnvelope(context.Background(), "127.0.0.1:9", nekte.PeerRef{}); !errors.As(err, &pe) || !errors.Is(err, errPeerClientClosed) {
-		t.Fatalf("GetEnvelope after Close: %v", err)
-	}
-}
-
-func TestNektePeerClientErrors(t *testing.T) {
-	// A listener that accepts nothing: dialling it gets a connection refused.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	_ = ln.Close()
-	c := newPeerClient(1 << 10)
-	defer func() { _ = c.Close() }()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	ref := nekte.PeerRef{Owner: "o", ID: "i", Secret: make([]byte, 32)}
-	var pe *nekte.PeerError
-	if _, err := c.GetEnvelope(ctx, dead, ref); !errors.As(err, &pe) || pe.Addr != dead || pe.Op != "get" {
-		t.Fatalf("GetEnvelope from a dead replica: %v", err)
-	}
-	if err := c.RevokeEnvelope(ctx, dead, ref); !errors.As(err, &pe) || pe.Op != "revoke" {
-		t.Fatalf("RevokeEnvelope at a dead replica: %v", err)
-	}
-	for _, tt := range []struct {
-		err  error
-		code codes.Code
-	}{
-		{nekte.ErrPeerNotFound, codes.NotFound},
-		{fmt.Errorf("x: %w", nekte.ErrPeerRef), codes.InvalidArgument},
-		{context.DeadlineExceeded, codes.DeadlineExceeded},
-		{state.ErrClosed, codes.Unavailable},
-	} {
-		st := status.Convert(peerStatus(tt.err))
-		if st.Code() != tt.code || strings.Contains(st.Message(), "closed") {
-			t.Errorf("peerStatus(%v) = %v %q, want %v without detail", tt.err, st.Code(), st.Message(), tt.code)
-		}
 	}
 }
 

@@ -14,11 +14,10 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"golang.org/x/net/netutil"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/health"
 
 	"github.com/gatehouse-dev/gatehouse/auth"
 	"github.com/gatehouse-dev/gatehouse/demo"
+	grpcface "github.com/gatehouse-dev/gatehouse/faces/grpc"
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	"github.com/gatehouse-dev/gatehouse/faces/ws"
 	"github.com/gatehouse-dev/gatehouse/gateway"
@@ -60,11 +59,10 @@ type Server struct {
 
 	boundaryLn, adminLn net.Listener
 	boundary, admin     *http.Server
-	internalLn          net.Listener // nil when the internal listener is off
-	demoLn              net.Listener // nil when the demo gRPC backend is off
-	grpc                *grpc.Server
-	health              *health.Server
-	listen              ServerConfig // listener settings in force
+	internalLn          net.Listener   // nil when the internal listener is off
+	demoLn              net.Listener   // nil when the demo gRPC backend is off
+	grpc                *grpcface.Face // nil when the internal listener is off
+	listen              ServerConfig   // listener settings in force
 
 	// kv is the state store, opened once per process: state outlives reloads.
 	kv       state.KV
@@ -131,7 +129,7 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	}
 	b := cfg.Server.Boundary
 	if in := cfg.Server.Internal; in != nil {
-		s.grpc = s.newGRPCServer(*in)
+		s.grpc = s.newGRPCFace(*in) // grpcwire.go
 	}
 	s.boundaryLn = netutil.LimitListener(s.boundaryLn, b.MaxConnections)
 	s.boundary = &http.Server{
@@ -330,7 +328,7 @@ func (s *Server) Run(ctx context.Context) error {
 	healthDone := make(chan struct{})
 	if s.grpc != nil {
 		go func() { errc <- s.grpc.Serve(s.internalLn) }()
-		go func() { defer close(healthDone); s.watchHealth(healthCtx) }()
+		go func() { defer close(healthDone); s.grpc.WatchHealth(healthCtx) }()
 	} else {
 		close(healthDone)
 	}
@@ -373,18 +371,6 @@ func (s *Server) DemoGRPCAddr() net.Addr {
 	return s.demoLn.Addr()
 }
 
-// gracefulStopGRPC lets running RPCs finish until ctx ends, then stops hard.
-func gracefulStopGRPC(ctx context.Context, gs *grpc.Server) {
-	done := make(chan struct{})
-	go func() { gs.GracefulStop(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		gs.Stop()
-		<-done
-	}
-}
-
 func addrString(a net.Addr) string {
 	if a == nil {
 		return "off"
@@ -419,8 +405,8 @@ func (s *Server) shutdown() error {
 		s.fresh.closeUntil(done)
 	})
 	if s.grpc != nil {
-		s.health.Shutdown() // NOT_SERVING for every service while draining
-		wg.Go(func() { gracefulStopGRPC(ctx, s.grpc) })
+		s.grpc.HealthShutdown() // NOT_SERVING for every service while draining
+		wg.Go(func() { s.grpc.GracefulStop(ctx) })
 	}
 	if s.mcp != nil {
 		wg.Go(func() {

@@ -2,13 +2,11 @@ package server
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/grpc"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
@@ -255,45 +253,4 @@ func breakerEvents(traced bool, mw gateway.Middleware) gateway.Middleware {
 			return res, err
 		}
 	}
-}
-
-// traceUnary is the internal listener's unary interceptor: with tracing on, each RPC of
-// the gateway's services is a server span continuing the trace context of its metadata,
-// and the calls it runs are its children.
-func (s *Server) traceUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	ct := s.cur.Load().pipe.Tracer
-	if ct == nil || !tracedService(info.FullMethod) {
-		return handler(ctx, req)
-	}
-	ctx, span := ct.StartRPC(ctx, info.FullMethod)
-	resp, err := handler(ctx, req)
-	observability.EndRPC(span, err)
-	return resp, err
-}
-
-// traceStream is traceUnary for streaming RPCs.
-func (s *Server) traceStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	ct := s.cur.Load().pipe.Tracer
-	if ct == nil || !tracedService(info.FullMethod) {
-		return handler(srv, ss)
-	}
-	ctx, span := ct.StartRPC(ss.Context(), info.FullMethod)
-	err := handler(srv, tracedStream{ServerStream: ss, ctx: ctx})
-	observability.EndRPC(span, err)
-	return err
-}
-
-// tracedStream is a server stream whose context carries its RPC's span.
-type tracedStream struct {
-	grpc.ServerStream
-	ctx context.Context
-}
-
-// Context returns the stream's context with its span.
-func (t tracedStream) Context() context.Context { return t.ctx }
-
-// tracedService reports whether the RPC fullMethod is one of the gateway's own services
-// (health checks and reflection are not traced).
-func tracedService(fullMethod string) bool {
-	return !strings.HasPrefix(fullMethod, "/grpc.")
 }

@@ -1,4 +1,4 @@
-package server
+package grpcface
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 // the same pipeline as JSON-RPC callers.
 type toolService struct {
 	toolv1.UnimplementedToolServiceServer
-	s *Server
+	gw Gateway
 }
 
 // ToolInvocation implements tool.v1.ToolService/ToolInvocation. A tool that ran and failed
@@ -49,28 +49,28 @@ func (ts *toolService) ToolInvocation(ctx context.Context, req *toolv1.ToolInvoc
 		defer cancel()
 	}
 	began := time.Now()
-	out := ts.s.runInternal(ctx, target.Namespace()+req.GetToolName(), args, nil)
+	out := runInternal(ctx, ts.gw, target.Namespace()+req.GetToolName(), args, nil)
 	resp := &toolv1.ToolInvocationResponse{
 		InvocationId: req.GetInvocationId(),
 		Usage:        &commonv1.ResourceUsage{WallTime: durationpb.New(time.Since(began)), ToolCalls: 1},
 	}
-	result := out.result
+	result := out.Result
 	switch {
-	case out.err == nil:
+	case out.Err == nil:
 		resp.Status = toolv1.ToolResultStatus_TOOL_RESULT_STATUS_SUCCESS
-	case out.err.Code() == schemas.CodeToolFailed:
+	case out.Err.Code() == schemas.CodeToolFailed:
 		resp.Status = toolv1.ToolResultStatus_TOOL_RESULT_STATUS_ERROR
 		resp.ErrorCode = uint32(schemas.CodeToolFailed)
-		result, _ = json.Marshal(out.err.Data()["result"])
-	case out.err.Code() == schemas.CodeDeadlineExceeded:
+		result, _ = json.Marshal(out.Err.Data()["result"])
+	case out.Err.Code() == schemas.CodeDeadlineExceeded:
 		resp.Status = toolv1.ToolResultStatus_TOOL_RESULT_STATUS_TIMEOUT
-		resp.ErrorMessage = out.err.Message()
+		resp.ErrorMessage = out.Err.Message()
 		return resp, nil
 	default:
-		return nil, toStatus(out.err, out.traceID)
+		return nil, toStatus(out.Err, out.TraceID)
 	}
 	if err := fillToolResult(resp, result); err != nil {
-		return nil, toStatus(gateway.NewError(schemas.CodeInternal).Wrap(err), out.traceID)
+		return nil, toStatus(gateway.NewError(schemas.CodeInternal).Wrap(err), out.TraceID)
 	}
 	resp.Provenance = ts.provenance(target, req.GetToolName(), result)
 	return resp, nil
@@ -105,9 +105,9 @@ func (ts *toolService) ListTools(_ context.Context, req *toolv1.ListToolsRequest
 
 // mcpTarget finds the bridge's target in the current configuration.
 func (ts *toolService) mcpTarget() *mcpbackend.Target {
-	rt := ts.s.acquire()
-	defer rt.release()
-	for _, t := range rt.table.Targets() {
+	rt := ts.gw.Acquire()
+	defer rt.Release()
+	for _, t := range rt.Table().Targets() {
 		if mt, ok := t.(*mcpbackend.Target); ok {
 			return mt
 		}
