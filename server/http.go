@@ -17,6 +17,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/codecs/nekte"
 	"github.com/gatehouse-dev/gatehouse/codecs/sse"
+	mcpface "github.com/gatehouse-dev/gatehouse/faces/mcp"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -33,11 +34,11 @@ func (s *Server) boundaryHandler() http.Handler {
 	e.GET(nekte.CardPath, s.handleAgentCard)
 	e.GET(rpcPath+nekte.CardPath, s.handleAgentCard)
 	e.GET("/ws", s.handleWS)
-	e.Any(mcpPath, s.handleMCP)
-	e.GET(protectedResourcePath, s.handleProtectedResource)
-	e.GET(protectedResourcePath+mcpPath, s.handleProtectedResource)
-	e.GET(mcpSSEPath, s.handleMCPSSE)
-	e.POST(mcpMessagePath, s.handleMCPSSE)
+	e.Any(mcpface.Path, func(c *gin.Context) { s.mcp.Serve(c) }) // s.mcp nil: 404
+	e.GET(mcpface.ProtectedResourcePath, func(c *gin.Context) { s.mcp.ServeProtectedResource(c) })
+	e.GET(mcpface.ProtectedResourcePath+mcpface.Path, func(c *gin.Context) { s.mcp.ServeProtectedResource(c) })
+	e.GET(mcpface.SSEPath, func(c *gin.Context) { s.mcp.ServeSSE(c) })
+	e.POST(mcpface.MessagePath, func(c *gin.Context) { s.mcp.ServeSSE(c) })
 	e.NoRoute(func(c *gin.Context) {
 		writeHTTPError(c.Writer, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "No such endpoint"), observability.NewTraceID())
 	})
@@ -59,15 +60,6 @@ func (s *Server) recoverHTTP(c *gin.Context) {
 		}
 	}()
 	c.Next()
-}
-
-// handleMCP serves the MCP face, when it is on.
-func (s *Server) handleMCP(c *gin.Context) {
-	if s.mcp == nil {
-		writeHTTPError(c.Writer, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "The MCP face is not enabled"), observability.NewTraceID())
-		return
-	}
-	s.mcp.serve(c)
 }
 
 var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}

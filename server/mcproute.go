@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
@@ -198,10 +199,10 @@ func (b *mcpRoute) run(ctx context.Context, upstream string, params json.RawMess
 	if rt == nil {
 		return nil, gateway.Errorf(schemas.CodeUnavailable, "The %s backend is not ready", b.what).With("upstream", upstream)
 	}
-	principal := gateway.Principal{Subject: "mcp-upstream:" + upstream}
-	out := rt.runAs(ctx, principal, gateway.ZoneInternal, gateway.ProtocolMCP, b.method, params, nil)
-	if out.err != nil {
-		return nil, out.err
+	who := faces.Caller{Principal: gateway.Principal{Subject: "mcp-upstream:" + upstream}, Zone: gateway.ZoneInternal, Protocol: gateway.ProtocolMCP}
+	out := rt.Pipeline().RunAs(ctx, who, b.method, params, nil)
+	if out.Err != nil {
+		return nil, out.Err
 	}
-	return out.result, nil
+	return out.Result, nil
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
@@ -49,7 +50,7 @@ func shedWriter(w http.ResponseWriter, out []byte) http.ResponseWriter {
 	if err := json.Unmarshal(out, &resp); err == nil {
 		setRetryAfter(w.Header(), resp.Error.Data.RetryAfterMs)
 		if code == schemas.CodeInsufficientScope {
-			w.Header().Set("WWW-Authenticate", scopeChallenge(resp.Error.Data.MissingScopes, ""))
+			w.Header().Set("WWW-Authenticate", faces.ScopeChallenge(resp.Error.Data.MissingScopes, ""))
 		}
 	}
 	return &statusWriter{ResponseWriter: w, status: schemas.KindOf(code).HTTP}

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/health"
 
 	"github.com/gatehouse-dev/gatehouse/auth"
+	mcpface "github.com/gatehouse-dev/gatehouse/faces/mcp"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/routing/calculator"
@@ -78,8 +79,8 @@ type Server struct {
 	// reload), closed at shutdown before the state store.
 	revocations *auth.Revocations
 
-	mcp   *mcpFace   // nil when the MCP face is off
-	nekte *nekteCore // nil when NEKTE was off at start
+	mcp   *mcpface.Face // nil when the MCP face is off
+	nekte *nekteCore    // nil when NEKTE was off at start
 	// metrics are the process's metrics, kept across reloads; nil when metrics are off.
 	metrics *observability.Metrics
 	// tracing is the tracer provider of the current configuration's tracing section, nil
@@ -123,8 +124,8 @@ func New(cfg *Config, opts Options) (*Server, error) {
 		if cfg.MCPFace.SessionKey == "" {
 			s.log.Info("mcp_face.session_key is not set: MCP sessions are signed with a random key and end when this process does")
 		}
-		s.mcp = newMCPFace(s, *cfg.MCPFace, buildVersion())
-		s.mcp.sync()
+		s.mcp = s.newMCPFace(*cfg.MCPFace)
+		s.mcp.Sync()
 	}
 	b := cfg.Server.Boundary
 	if in := cfg.Server.Internal; in != nil {
@@ -420,7 +421,7 @@ func (s *Server) shutdown() error {
 	}
 	if s.mcp != nil {
 		wg.Go(func() {
-			if err := s.mcp.shutdown(ctx); err != nil {
+			if err := s.mcp.Shutdown(ctx); err != nil {
 				s.log.Warn("closing MCP sessions", "err", err)
 			}
 		})

@@ -1,4 +1,4 @@
-package server
+package mcpface
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -54,10 +55,6 @@ const (
 	// maxSessionVersionBytes bounds the protocol version carried in a token
 	// ("2025-11-25" is 10 bytes).
 	maxSessionVersionBytes = 32
-	// MinSessionKeyBytes is the shortest mcp_face.session_key accepted.
-	MinSessionKeyBytes = 32
-	// DefaultSessionTTL is how long an MCP session lives after its initialize.
-	DefaultSessionTTL = 24 * time.Hour
 )
 
 // Keys of the session table in the state store; the suffix is the token's random part.
@@ -286,7 +283,7 @@ var _ mcpserver.SessionIdManagerResolver = (*mcpSessions)(nil)
 
 // newMCPSessions builds the session machinery of cfg; with no session_key the key is
 // random, so sessions end with the process.
-func newMCPSessions(cfg MCPFaceConfig, kv state.KV, now func() time.Time, log *slog.Logger) *mcpSessions {
+func newMCPSessions(cfg Config, kv state.KV, now func() time.Time, log *slog.Logger) *mcpSessions {
 	key := []byte(cfg.SessionKey)
 	if len(key) == 0 {
 		key = make([]byte, MinSessionKeyBytes)
@@ -352,10 +349,10 @@ func (m *mcpSessions) admit(w http.ResponseWriter, r *http.Request) bool {
 		}
 		return true
 	case errors.Is(err, errSessionInvalid), errors.Is(err, errSessionExpired), errors.Is(err, errSessionRevoked):
-		writeHTTPError(w, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "Unknown or terminated MCP session"), observability.NewTraceID())
+		faces.WriteHTTPError(w, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "Unknown or terminated MCP session"), observability.NewTraceID(), faces.EncodingJSON)
 	default:
 		m.log.Warn("checking an mcp session", "err", err)
-		writeHTTPError(w, http.StatusServiceUnavailable, gateway.Errorf(schemas.CodeUnavailable, "The session store is unavailable"), observability.NewTraceID())
+		faces.WriteHTTPError(w, http.StatusServiceUnavailable, gateway.Errorf(schemas.CodeUnavailable, "The session store is unavailable"), observability.NewTraceID(), faces.EncodingJSON)
 	}
 	return false
 }
@@ -366,7 +363,7 @@ type faceRequest struct {
 	minted bool   // a session ID was issued for this request (an initialize)
 	// sessionChecked is set when admit checked the request's session: Validate need not.
 	sessionChecked bool
-	refusal        *mcpRefusal // the pipeline refused the tool call this request made (mcprefusal.go)
+	refusal        *mcpRefusal // the pipeline refused the tool call this request made (refusal.go)
 }
 
 type faceRequestKey struct{}
@@ -448,6 +445,15 @@ func (s serverSessionIDs) Terminate(string) (bool, error) { return false, nil }
 type versionedSession interface {
 	ProtocolVersion() string
 	SetProtocolVersion(version string)
+}
+
+// SessionProtocolVersion returns the protocol version the MCP session of ctx negotiated;
+// "" when ctx has no session or its session has none yet.
+func SessionProtocolVersion(ctx context.Context) string {
+	if sess, ok := mcpserver.ClientSessionFromContext(ctx).(versionedSession); ok {
+		return sess.ProtocolVersion()
+	}
+	return ""
 }
 
 // restore is the streamable HTTP context function: a request of a session this process

@@ -1,4 +1,4 @@
-package server
+package mcpface
 
 import (
 	"bytes"
@@ -6,8 +6,8 @@ import (
 	"maps"
 	"net/http"
 	"strconv"
-	"strings"
 
+	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
@@ -40,7 +40,7 @@ type refusalWriter struct {
 
 // WriteHeader holds a JSON response to a refused call; anything else passes.
 func (w *refusalWriter) WriteHeader(status int) {
-	if w.fr.refusal != nil && isJSON(w.Header().Get("Content-Type")) {
+	if w.fr.refusal != nil && faces.IsJSON(w.Header().Get("Content-Type")) {
 		w.held, w.status = true, status
 		return
 	}
@@ -91,7 +91,7 @@ func (w *refusalWriter) finish(resourceMetadata string) {
 	status := w.status
 	if r.err.Code() == schemas.CodeInsufficientScope {
 		status = http.StatusForbidden
-		h.Set("WWW-Authenticate", scopeChallenge(scopesOf(r.err.Data()["missing_scopes"]), resourceMetadata))
+		h.Set("WWW-Authenticate", faces.ScopeChallenge(scopesOf(r.err.Data()["missing_scopes"]), resourceMetadata))
 	}
 	w.ResponseWriter.WriteHeader(status)
 	_, _ = w.ResponseWriter.Write(body)
@@ -102,19 +102,6 @@ func errorObject(err *gateway.Error, traceID string) map[string]any {
 	data := map[string]any{"trace_id": traceID}
 	maps.Copy(data, err.Data())
 	return map[string]any{"code": int(err.Code()), "message": err.Message(), "data": data}
-}
-
-// scopeChallenge is the RFC 6750 §3.1 challenge of an insufficient-scope refusal: the
-// scopes the call lacks, and the protected-resource metadata URL when there is one.
-func scopeChallenge(missing []string, resourceMetadata string) string {
-	out := `Bearer realm="gatehouse", error="insufficient_scope"`
-	if len(missing) > 0 {
-		out += `, scope="` + strings.Join(missing, " ") + `"`
-	}
-	if resourceMetadata != "" {
-		out += `, resource_metadata="` + resourceMetadata + `"`
-	}
-	return out
 }
 
 // scopesOf returns the scope names of a missing_scopes value.
