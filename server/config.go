@@ -14,6 +14,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/configs"
 	grpcface "github.com/gatehouse-dev/gatehouse/faces/grpc"
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
+	mcpface "github.com/gatehouse-dev/gatehouse/faces/mcp"
 	"github.com/gatehouse-dev/gatehouse/faces/ws"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/resilience"
@@ -30,7 +31,7 @@ type Config struct {
 	JSONRPC   JSONRPCConfig             `yaml:"jsonrpc" json:"jsonrpc"`
 	Batch     BatchConfig               `yaml:"batch" json:"batch"`
 	WebSocket *ws.Config                `yaml:"websocket" json:"websocket,omitempty"`
-	MCPFace   *MCPFaceConfig            `yaml:"mcp_face" json:"mcp_face,omitempty"`
+	MCPFace   *mcpface.Config           `yaml:"mcp_face" json:"mcp_face,omitempty"`
 	Nekte     *NekteConfig              `yaml:"nekte" json:"nekte,omitempty"`
 	Deadline  resilience.DeadlineConfig `yaml:"deadline" json:"deadline"`
 	Auth      auth.Config               `yaml:"auth" json:"auth"`
@@ -225,9 +226,9 @@ func (c *Config) validate(doc *config.Document) config.ErrorList {
 	if c.Deadline.Reserve+c.Deadline.MinRemaining >= c.Deadline.Default {
 		bad("deadline.reserve", "reserve + min_remaining (%s) must be shorter than default (%s)", c.Deadline.Reserve+c.Deadline.MinRemaining, c.Deadline.Default)
 	}
-	if f := c.MCPFace; f != nil && f.SessionKey != "" && len(f.SessionKey) < MinSessionKeyBytes {
+	if f := c.MCPFace; f != nil && f.SessionKey != "" && len(f.SessionKey) < mcpface.MinSessionKeyBytes {
 		bad("mcp_face.session_key", "the key is %d bytes long: it must have at least %d (for example the output of `openssl rand -base64 48`)",
-			len(f.SessionKey), MinSessionKeyBytes)
+			len(f.SessionKey), mcpface.MinSessionKeyBytes)
 	}
 	if n := c.Nekte; n != nil {
 		if err := n.validateEndpoint(); err != nil {

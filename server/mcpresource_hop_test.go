@@ -64,7 +64,7 @@ func TestMCPFaceReadCarriesHopToken(t *testing.T) {
 	if err := os.WriteFile(urlFile, []byte(ts.base+httprpc.JWKSPath), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return len(ts.mcp.srv.ListResources()) > 0 })
+	waitFor(t, func() bool { return len(ts.mcp.MCPServer().ListResources()) > 0 })
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	read := mcp.ReadResourceRequest{}

@@ -47,7 +47,7 @@ func readsGateway(t *testing.T, policy bool) *testServer {
 func waitForCatalog(t *testing.T, ts *testServer) {
 	t.Helper()
 	waitFor(t, func() bool {
-		return len(ts.mcp.srv.ListTools()) > 0 && len(ts.mcp.srv.ListResources()) > 0 && len(ts.mcp.srv.ListPrompts()) > 0
+		return len(ts.mcp.MCPServer().ListTools()) > 0 && len(ts.mcp.MCPServer().ListResources()) > 0 && len(ts.mcp.MCPServer().ListPrompts()) > 0
 	})
 }
 

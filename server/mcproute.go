@@ -199,8 +199,8 @@ func (b *mcpRoute) run(ctx context.Context, upstream string, params json.RawMess
 	if rt == nil {
 		return nil, gateway.Errorf(schemas.CodeUnavailable, "The %s backend is not ready", b.what).With("upstream", upstream)
 	}
-	principal := gateway.Principal{Subject: "mcp-upstream:" + upstream}
-	out := rt.Pipeline().RunAs(ctx, faces.Caller{Principal: principal, Zone: gateway.ZoneInternal, Protocol: gateway.ProtocolMCP}, b.method, params, nil)
+	who := faces.Caller{Principal: gateway.Principal{Subject: "mcp-upstream:" + upstream}, Zone: gateway.ZoneInternal, Protocol: gateway.ProtocolMCP}
+	out := rt.Pipeline().RunAs(ctx, who, b.method, params, nil)
 	if out.Err != nil {
 		return nil, out.Err
 	}

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	mcpface "github.com/gatehouse-dev/gatehouse/faces/mcp"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/resilience"
@@ -65,10 +65,7 @@ func protocolVersion(ctx context.Context, p gateway.Protocol) string {
 	case gateway.ProtocolGRPC:
 		return ""
 	case gateway.ProtocolMCP:
-		v := ""
-		if sess, ok := mcpserver.ClientSessionFromContext(ctx).(versionedSession); ok {
-			v = sess.ProtocolVersion()
-		}
+		v := mcpface.SessionProtocolVersion(ctx)
 		if slices.Contains(mcp.ValidProtocolVersions, v) {
 			return v
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
+	mcpface "github.com/gatehouse-dev/gatehouse/faces/mcp"
 )
 
 // securedMCPConfig accepts development tokens, serves the MCP face and has a policy.
@@ -22,21 +23,30 @@ policy:
 `
 }
 
+// protectedResourceDoc is the OAuth protected-resource metadata document (RFC 9728 §2) as
+// a client reads it.
+type protectedResourceDoc struct {
+	Resource               string   `json:"resource"`
+	AuthorizationServers   []string `json:"authorization_servers,omitempty"`
+	BearerMethodsSupported []string `json:"bearer_methods_supported"`
+	ScopesSupported        []string `json:"scopes_supported,omitempty"`
+}
+
 // TestProtectedResourceMetadata: the MCP face's OAuth protected-resource metadata names the
 // /mcp URL, the configured issuers and the policy's scopes, at both paths.
 func TestProtectedResourceMetadata(t *testing.T) {
 	ts := start(t, securedMCPConfig(t), nil)
-	for _, path := range []string{protectedResourcePath, protectedResourcePath + mcpPath} {
+	for _, path := range []string{mcpface.ProtectedResourcePath, mcpface.ProtectedResourcePath + mcpface.Path} {
 		status, hdr, body := getCard(t, ts, path, "")
 		if status != http.StatusOK || hdr.Get("Content-Type") != faces.JSONContentType {
 			t.Fatalf("GET %s: %d %s", path, status, body)
 		}
-		var got protectedResource
+		var got protectedResourceDoc
 		if err := json.Unmarshal([]byte(body), &got); err != nil {
 			t.Fatal(err)
 		}
-		want := protectedResource{
-			Resource:               ts.base + mcpPath,
+		want := protectedResourceDoc{
+			Resource:               ts.base + mcpface.Path,
 			AuthorizationServers:   []string{"gatehouse-dev"},
 			BearerMethodsSupported: []string{"header"},
 			ScopesSupported:        []string{"calc.read", "calc.write"},
@@ -46,7 +56,7 @@ func TestProtectedResourceMetadata(t *testing.T) {
 		}
 	}
 	off := start(t, baseConfig, nil)
-	if status, _, _ := getCard(t, off, protectedResourcePath, ""); status != http.StatusNotFound {
+	if status, _, _ := getCard(t, off, mcpface.ProtectedResourcePath, ""); status != http.StatusNotFound {
 		t.Fatalf("without the MCP face: %d", status)
 	}
 }
@@ -58,7 +68,7 @@ func TestBearerChallenge(t *testing.T) {
 	ts := start(t, securedMCPConfig(t), nil)
 	tok := devToken(t, "alice")
 	bad := tok[:len(tok)-4] + "AAAA"
-	meta := `, resource_metadata="` + ts.base + protectedResourcePath + mcpPath + `"`
+	meta := `, resource_metadata="` + ts.base + mcpface.ProtectedResourcePath + mcpface.Path + `"`
 	tests := []struct {
 		name, path string
 		header     []string
@@ -68,8 +78,8 @@ func TestBearerChallenge(t *testing.T) {
 		{"rpc bad token", httprpc.RPCPath, []string{"Authorization", "Bearer " + bad}, `Bearer realm="gatehouse", error="invalid_token"`},
 		{"rpc not a JWT", httprpc.RPCPath, []string{"Authorization", "Bearer nope"}, `Bearer realm="gatehouse", error="invalid_token"`},
 		{"rpc two credentials", httprpc.RPCPath, []string{"Authorization", "Bearer " + tok, "X-API-Key", "k"}, `Bearer realm="gatehouse", error="invalid_request"`},
-		{"mcp no credential", mcpPath, nil, `Bearer realm="gatehouse"` + meta},
-		{"mcp bad token", mcpPath, []string{"Authorization", "Bearer " + bad}, `Bearer realm="gatehouse", error="invalid_token"` + meta},
+		{"mcp no credential", mcpface.Path, nil, `Bearer realm="gatehouse"` + meta},
+		{"mcp bad token", mcpface.Path, []string{"Authorization", "Bearer " + bad}, `Bearer realm="gatehouse", error="invalid_token"` + meta},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

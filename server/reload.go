@@ -61,7 +61,7 @@ func (s *Server) reloadLocked(cfg *Config) error {
 	s.swapKeyRing(ring)
 	s.swapTracing(tr)
 	if s.mcp != nil {
-		s.mcp.sync() // publish the new configuration's MCP catalog before the old one closes
+		s.mcp.Sync() // publish the new configuration's MCP catalog before the old one closes
 	}
 	old.retire()
 	s.log.Info("configuration reloaded", "file", cfg.File())

@@ -19,6 +19,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/demo"
 	grpcface "github.com/gatehouse-dev/gatehouse/faces/grpc"
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
+	mcpface "github.com/gatehouse-dev/gatehouse/faces/mcp"
 	"github.com/gatehouse-dev/gatehouse/faces/ws"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
@@ -78,8 +79,8 @@ type Server struct {
 	// reload), closed at shutdown before the state store.
 	revocations *auth.Revocations
 
-	mcp   *mcpFace   // nil when the MCP face is off
-	nekte *nekteCore // nil when NEKTE was off at start
+	mcp   *mcpface.Face // nil when the MCP face is off
+	nekte *nekteCore    // nil when NEKTE was off at start
 	// metrics are the process's metrics, kept across reloads; nil when metrics are off.
 	metrics *observability.Metrics
 	// tracing is the tracer provider of the current configuration's tracing section, nil
@@ -124,8 +125,8 @@ func New(cfg *Config, opts Options) (*Server, error) {
 		if cfg.MCPFace.SessionKey == "" {
 			s.log.Info("mcp_face.session_key is not set: MCP sessions are signed with a random key and end when this process does")
 		}
-		s.mcp = newMCPFace(s, *cfg.MCPFace, buildVersion())
-		s.mcp.sync()
+		s.mcp = s.newMCPFace(*cfg.MCPFace)
+		s.mcp.Sync()
 	}
 	b := cfg.Server.Boundary
 	if in := cfg.Server.Internal; in != nil {
@@ -410,7 +411,7 @@ func (s *Server) shutdown() error {
 	}
 	if s.mcp != nil {
 		wg.Go(func() {
-			if err := s.mcp.shutdown(ctx); err != nil {
+			if err := s.mcp.Shutdown(ctx); err != nil {
 				s.log.Warn("closing MCP sessions", "err", err)
 			}
 		})

@@ -1,10 +1,7 @@
 package server
 
 import (
-	"context"
 	"errors"
-
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/auth/policy"
 	nk "github.com/gatehouse-dev/gatehouse/codecs/nekte"
@@ -16,7 +13,7 @@ import (
 
 // visibility decides what a caller sees in the catalogs of one configuration
 // (nekte.discover, the agent card, the MCP face's tools/list, resources/list,
-// resources/templates/list and prompts/list — mcpresource.go): an entry is shown when the
+// resources/templates/list and prompts/list — faces/mcp): an entry is shown when the
 // policy's Filter would let the caller reach it — its zone reaches the target's kind and
 // it holds the scopes of the rule that matches. Each entry is described as the policy
 // stage describes the call that runs it (policyStage.subject), so a listing and the
@@ -123,18 +120,4 @@ func discoverParamError(err error) error {
 		e = e.With("field", pe.Field)
 	}
 	return e
-}
-
-// visibleTools is the MCP face's tools/list filter (an after-list hook, which runs before
-// the result is written): it keeps the tools the caller of ctx may see, each run as the
-// method namespace+name over MCP. Only the listing is filtered — unlike mcp-go's
-// WithToolFilter, which would also answer a hidden tool's tools/call with "tool not
-// found": tools/call still reaches the policy stage, which decides and says why.
-func (f *mcpFace) visibleTools(ctx context.Context, _ any, _ *mcp.ListToolsRequest, result *mcp.ListToolsResult) {
-	if result == nil {
-		return
-	}
-	f.filterFor(ctx, func(c faceCaller) {
-		result.Tools = keep(result.Tools, func(t mcp.Tool) bool { return c.showsTool(t.Name) })
-	})
 }

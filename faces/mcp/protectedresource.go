@@ -1,12 +1,9 @@
-package server
+package mcpface
 
 import (
 	"encoding/json"
 	"net/http"
-	"slices"
 	"strconv"
-
-	"github.com/gin-gonic/gin"
 
 	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
@@ -14,13 +11,13 @@ import (
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
-// mcpPath is where the boundary serves MCP's streamable HTTP transport.
-const mcpPath = "/mcp"
+// Path is where the boundary serves MCP's streamable HTTP transport.
+const Path = "/mcp"
 
-// protectedResourcePath is where the boundary serves the OAuth protected-resource metadata
-// (RFC 9728) of its MCP face; protectedResourcePath+mcpPath is the same document at the
+// ProtectedResourcePath is where the boundary serves the OAuth protected-resource metadata
+// (RFC 9728) of its MCP face; ProtectedResourcePath+Path is the same document at the
 // path RFC 9728 §3.1 derives from the resource's URL.
-const protectedResourcePath = "/.well-known/oauth-protected-resource"
+const ProtectedResourcePath = "/.well-known/oauth-protected-resource"
 
 // protectedResource is the OAuth protected-resource metadata document (RFC 9728 §2).
 type protectedResource struct {
@@ -30,23 +27,24 @@ type protectedResource struct {
 	ScopesSupported        []string `json:"scopes_supported,omitempty"`
 }
 
-// handleProtectedResource serves GET protectedResourcePath (and its /mcp form): the OAuth
+// ServeProtectedResource serves GET ProtectedResourcePath (and its /mcp form): the OAuth
 // protected-resource metadata of the MCP face, so MCP clients can find the issuers whose
-// tokens it accepts — to anyone, like the agent card. Without the MCP face it is a 404.
-func (s *Server) handleProtectedResource(c *gin.Context) {
-	w, traceID := c.Writer, observability.NewTraceID()
-	if s.mcp == nil {
+// tokens it accepts — to anyone, like the agent card. Without the MCP face (f is nil) it
+// is a 404.
+func (f *Face) ServeProtectedResource(w http.ResponseWriter, r *http.Request) {
+	traceID := observability.NewTraceID()
+	if f == nil {
 		faces.WriteHTTPError(w, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "MCP is not enabled"), traceID, faces.EncodingJSON)
 		return
 	}
-	rt := s.acquire()
+	rt := f.gw.Acquire()
 	doc := protectedResource{
-		Resource:               faces.RequestOrigin(c.Request) + mcpPath,
-		AuthorizationServers:   rt.authn.Issuers(),
+		Resource:               faces.RequestOrigin(r) + Path,
+		AuthorizationServers:   rt.Issuers(),
 		BearerMethodsSupported: []string{"header"},
-		ScopesSupported:        policyScopes(rt.cfg),
+		ScopesSupported:        rt.Scopes(),
 	}
-	rt.release()
+	rt.Release()
 	body, _ := json.Marshal(doc) // strings and slices of them always marshal
 	h := w.Header()
 	h.Set("Content-Type", faces.JSONContentType)
@@ -55,18 +53,4 @@ func (s *Server) handleProtectedResource(c *gin.Context) {
 	h.Set("X-Trace-Id", traceID)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
-}
-
-// policyScopes returns the scopes the policy's rules require, sorted and each once; none
-// without a policy.
-func policyScopes(cfg *Config) []string {
-	if cfg.Policy == nil {
-		return nil
-	}
-	var out []string
-	for _, r := range cfg.Policy.Rules {
-		out = append(out, r.Scopes...)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }

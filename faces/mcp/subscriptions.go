@@ -1,4 +1,4 @@
-package server
+package mcpface
 
 import (
 	"context"
@@ -27,12 +27,12 @@ func newSubscriptions() *subscriptions {
 }
 
 // hooks wires the tracking into an mcp-go server.
-func (f *mcpFace) hooks() *mcpserver.Hooks {
+func (f *Face) hooks() *mcpserver.Hooks {
 	h := &mcpserver.Hooks{}
 	h.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
 		if sid, t := sessionID(ctx), f.target(); sid != "" && t != nil && f.subs.add(sid, req.Params.URI) {
 			if err := t.Subscribe(ctx, req.Params.URI); err != nil {
-				f.s.log.WarnContext(ctx, "subscribing upstream", "uri", req.Params.URI, "err", err)
+				f.log.WarnContext(ctx, "subscribing upstream", "uri", req.Params.URI, "err", err)
 			}
 		}
 	})
@@ -53,7 +53,7 @@ func (f *mcpFace) hooks() *mcpserver.Hooks {
 }
 
 // relayUpdate sends a resource update to the sessions subscribed to its URI.
-func (f *mcpFace) relayUpdate(ev mcpbackend.Event) {
+func (f *Face) relayUpdate(ev mcpbackend.Event) {
 	for _, sid := range f.subs.sessions(ev.URI) {
 		_ = f.srv.SendNotificationToSpecificClient(sid, "notifications/resources/updated", map[string]any{"uri": ev.URI})
 	}

@@ -1,4 +1,4 @@
-package server
+package mcpface
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // bridge sees it: upstream log notifications and, for upstreams whose policy is
 // "client", sampling and elicitation requests made during the call are relayed to it.
 type mcpPeer struct {
-	f    *mcpFace
+	f    *Face
 	ctx  context.Context // the call's: it names the session, and over streamable HTTP the stream to use
 	id   string
 	caps mcpbackend.PeerCapabilities
@@ -31,7 +31,7 @@ var peerSeq atomic.Uint64
 
 // withPeer returns ctx carrying the calling session as the bridge's peer; ctx unchanged
 // when there is no session.
-func (f *mcpFace) withPeer(ctx context.Context) context.Context {
+func (f *Face) withPeer(ctx context.Context) context.Context {
 	session := mcpserver.ClientSessionFromContext(ctx)
 	if session == nil {
 		return ctx
@@ -75,7 +75,7 @@ func (p *mcpPeer) Log(params json.RawMessage) {
 		return
 	}
 	if err := p.f.srv.SendLogMessageToClient(p.ctx, mcp.NewLoggingMessageNotification(m.Level, m.Logger, m.Data)); err != nil {
-		p.f.s.log.DebugContext(p.ctx, "relaying an MCP log message", "err", err)
+		p.f.log.DebugContext(p.ctx, "relaying an MCP log message", "err", err)
 	}
 }
 
@@ -120,9 +120,9 @@ func (p *mcpPeer) Request(ctx context.Context, method string, params json.RawMes
 
 // faceCompletions answers completion/complete on the face by running it through the
 // pipeline as the caller — the bridge's "<namespace>completion/complete", decided by the
-// policy as the prompt or resource template it completes (mcpresource.go) — to the
+// policy as the prompt or resource template it completes (read.go) — to the
 // upstream that owns the referenced prompt or resource template (Bridge.Complete).
-type faceCompletions struct{ f *mcpFace }
+type faceCompletions struct{ f *Face }
 
 var (
 	_ mcpserver.PromptCompletionProvider   = faceCompletions{}

@@ -1,0 +1,39 @@
+package mcpface
+
+import "time"
+
+// Config enables the MCP face: the bridged MCP catalog served as one MCP server at /mcp
+// (streamable HTTP) and, for older clients, GET /sse with POST /message (the legacy
+// HTTP+SSE transport) on the boundary listener. Absent, none of them is served. Its
+// settings are read at start; a reload does not change them.
+type Config struct {
+	// LocalhostProtection refuses requests whose Host or Origin is not a loopback name
+	// (DNS-rebinding protection; default true). Turn it off only behind a proxy that checks
+	// them itself.
+	LocalhostProtection *bool `yaml:"localhost_protection" json:"localhost_protection,omitempty"`
+	// SSE serves the legacy HTTP+SSE transport at GET /sse and POST /message (default true).
+	SSE *bool `yaml:"sse" json:"sse,omitempty"`
+	// SessionKey signs the Mcp-Session-Id of the streamable HTTP transport (at least
+	// MinSessionKeyBytes bytes; give it as ${ENV}). Every replica, and the process after a
+	// restart, needs the same key to accept a session; absent, a random key is drawn at
+	// start, so sessions end with the process.
+	SessionKey string `yaml:"session_key" json:"session_key,omitempty"`
+	// SessionTTL is how long a session lives after its initialize (default 24h); its record
+	// in the state store, and a revocation, expire with it.
+	SessionTTL time.Duration `yaml:"session_ttl" json:"session_ttl,omitempty"`
+}
+
+const (
+	// MinSessionKeyBytes is the shortest mcp_face.session_key accepted.
+	MinSessionKeyBytes = 32
+	// DefaultSessionTTL is how long an MCP session lives after its initialize.
+	DefaultSessionTTL = 24 * time.Hour
+)
+
+// localOnly reports whether DNS-rebinding protection is on.
+func (c Config) localOnly() bool {
+	return c.LocalhostProtection == nil || *c.LocalhostProtection
+}
+
+// sseOn reports whether the legacy SSE transport is served.
+func (c Config) sseOn() bool { return c.SSE == nil || *c.SSE }

@@ -1,0 +1,187 @@
+package mcpface
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/gatehouse-dev/gatehouse/faces"
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/observability"
+	"github.com/gatehouse-dev/gatehouse/resilience"
+	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
+	"github.com/gatehouse-dev/gatehouse/schemas"
+	"github.com/gatehouse-dev/gatehouse/state"
+)
+
+// Face publishes the current configuration's MCP catalog through an mcp-go server. It
+// lives as long as the process, so MCP sessions survive reloads; after each reload (Sync)
+// it rebinds to the new configuration's bridge.
+type Face struct {
+	gw        Gateway
+	log       *slog.Logger
+	srv       *mcpserver.MCPServer
+	handler   *mcpserver.StreamableHTTPServer // nil when serving stdio
+	sse       *mcpserver.SSEServer            // nil when off or serving stdio
+	sessions  *mcpSessions                    // nil when serving stdio
+	localOnly bool
+
+	mu          sync.Mutex
+	bound       *mcpbackend.Target
+	unsubscribe func()
+	subs        *subscriptions
+}
+
+type principalKey struct{}
+
+// Options are what the face takes from the process: they do not change with reloads.
+type Options struct {
+	// Config is the mcp_face section read at start.
+	Config Config
+	// Version is the gateway's version, which initialize reports.
+	Version string
+	// State holds the session table.
+	State state.KV
+	// Now is the clock.
+	Now func() time.Time
+	// Log receives the face's own errors.
+	Log *slog.Logger
+	// Stdio builds the face for ServeStdio only: no HTTP transport, no session table.
+	Stdio bool
+}
+
+// New builds the face's MCP server and, unless it serves stdio only, its HTTP transports.
+// Call Sync to publish the current configuration's catalog.
+func New(gw Gateway, o Options) *Face {
+	cfg := o.Config
+	f := &Face{gw: gw, log: o.Log, subs: newSubscriptions(), localOnly: cfg.localOnly()}
+	hooks := f.hooks()
+	hooks.AddAfterListTools(f.visibleTools)         // tools/list shows the caller what the policy lets it reach
+	hooks.AddAfterListResources(f.visibleResources) // and so do the other lists (lists.go)
+	hooks.AddAfterListResourceTemplates(f.visibleTemplates)
+	hooks.AddAfterListPrompts(f.visiblePrompts)
+	f.srv = mcpserver.NewMCPServer("gatehouse", o.Version,
+		mcpserver.WithToolCapabilities(true),
+		mcpserver.WithResourceCapabilities(true, true),
+		mcpserver.WithPromptCapabilities(true),
+		mcpserver.WithLogging(),
+		mcpserver.WithCompletions(),
+		mcpserver.WithPromptCompletionProvider(faceCompletions{f}),
+		mcpserver.WithResourceCompletionProvider(faceCompletions{f}),
+		mcpserver.WithHooks(hooks))
+	if o.Stdio {
+		return f
+	}
+	f.sessions = newMCPSessions(cfg, o.State, o.Now, o.Log)
+	f.sessions.record(hooks)
+	f.handler = mcpserver.NewStreamableHTTPServer(f.srv,
+		mcpserver.WithEndpointPath(Path),
+		mcpserver.WithDisableLocalhostProtection(!f.localOnly),
+		mcpserver.WithSessionIdManagerResolver(f.sessions),
+		mcpserver.WithHTTPContextFunc(f.sessions.restore),
+		mcpserver.WithSessionIdleTTL(f.sessions.signer.ttl),
+		mcpserver.WithStreamableHTTPLogger(o.Log))
+	if cfg.sseOn() {
+		f.sse = newSSEServer(f.srv, !f.localOnly)
+	}
+	return f
+}
+
+// MCPServer returns the face's mcp-go server: what it publishes (ListTools …), and where
+// an embedder or a test adds its own tools.
+func (f *Face) MCPServer() *mcpserver.MCPServer { return f.srv }
+
+// Shutdown ends the face's sessions and their long-lived streams, so a drain is not held
+// up by idle MCP clients.
+func (f *Face) Shutdown(ctx context.Context) error {
+	f.mu.Lock()
+	if f.unsubscribe != nil {
+		f.unsubscribe()
+		f.unsubscribe = nil
+	}
+	f.mu.Unlock()
+	if f.sse != nil {
+		f.sse.CloseSessions()
+	}
+	if f.handler == nil {
+		return nil
+	}
+	return f.handler.Shutdown(ctx)
+}
+
+// Serve handles /mcp (f may be nil: the face is off, and /mcp is a 404): the request is admitted (Host and Origin, credentials, body size)
+// before mcp-go reads anything, a GET or DELETE naming a session is checked against the
+// session table, and the caller's principal rides in the request context to the tool
+// handlers. Each write of the response is bounded by the write timeout (boundWrites).
+// The session a request names is checked here, before mcp-go, for every method: so that a
+// session store out of reach answers 503 (the client keeps its session and retries) where
+// mcp-go would answer 404 (the client drops it).
+func (f *Face) Serve(w http.ResponseWriter, r *http.Request) {
+	if f == nil {
+		faces.WriteHTTPError(w, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "The MCP face is not enabled"), observability.NewTraceID(), faces.EncodingJSON)
+		return
+	}
+	r, ok := f.admit(w, r)
+	if !ok {
+		return
+	}
+	if !f.sessions.admit(w, r) {
+		return
+	}
+	bw, r, done := f.boundWrites(w, r)
+	defer done()
+	fr := faceRequestOf(r.Context())
+	if r.Method != http.MethodPost || fr == nil {
+		f.handler.ServeHTTP(bw, r)
+		return
+	}
+	rw := &refusalWriter{ResponseWriter: bw, fr: fr}
+	f.handler.ServeHTTP(rw, r)
+	rw.finish(resourceMetadata(r))
+}
+
+// admit checks what the HTTP transports check before mcp-go sees a request: a Host or
+// Origin that is not a loopback name on a loopback connection (DNS rebinding), the
+// caller's credentials, and the size of a POST body, which it reads. On success it returns
+// the request to serve, whose context carries the caller and the body; otherwise it has
+// answered the request.
+func (f *Face) admit(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	rt := f.gw.Acquire()
+	base := rt.Pipeline().Tracer.ExtractHTTP(r) // the caller's trace, which its tool calls continue
+	traceID := observability.TraceIDOf(base)
+	if f.localOnly {
+		if what := foreignOrigin(r); what != "" {
+			rt.Release()
+			faces.WriteHTTPError(w, http.StatusForbidden, gateway.Errorf(schemas.CodeAuthorization, "Forbidden: the %s is not a loopback name", what), traceID, faces.EncodingJSON)
+			return nil, false
+		}
+	}
+	principal, err := rt.Authenticator().Authenticate(r.Context(), faces.HTTPCredentials(r, gateway.ZoneExternal))
+	maxBody := rt.Pipeline().MaxBodyBytes
+	rt.Release()
+	if err != nil {
+		faces.WriteChallenge(w, gateway.AsError(err), traceID, faces.EncodingJSON, resourceMetadata(r))
+		return nil, false
+	}
+	fr := &faceRequest{}
+	if r.Method == http.MethodPost {
+		if fr.body, err = faces.ReadBody(r, maxBody, nil); err != nil {
+			faces.WriteBodyError(w, f.log, err, maxBody, traceID, faces.EncodingJSON)
+			return nil, false
+		}
+	}
+	ctx := context.WithValue(context.WithValue(base, principalKey{}, principal), faceRequestKey{}, fr)
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		ctx = resilience.WithClientAddr(ctx, ap.Addr()) // anonymous callers' rate-limit identity
+	}
+	r = r.WithContext(ctx)
+	r.Body = io.NopCloser(bytes.NewReader(fr.body))
+	return r, true
+}

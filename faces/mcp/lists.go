@@ -1,0 +1,123 @@
+package mcpface
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
+)
+
+// tools/list, resources/list, resources/templates/list and prompts/list show the caller
+// what the policy would let it reach (Visibility): an entry is described as the call that
+// runs it — the bridge's namespaced tool or read method, over MCP, as the caller — and
+// kept when the policy's filter lets that call through. Listing decides nothing: a call of
+// a hidden entry still reaches the policy stage, which refuses it with its own error.
+
+// visibleTools is the face's tools/list filter (an after-list hook, which runs before
+// the result is written): it keeps the tools the caller of ctx may see, each run as the
+// method namespace+name over MCP. Only the listing is filtered — unlike mcp-go's
+// WithToolFilter, which would also answer a hidden tool's tools/call with "tool not
+// found": tools/call still reaches the policy stage, which decides and says why.
+func (f *Face) visibleTools(ctx context.Context, _ any, _ *mcp.ListToolsRequest, result *mcp.ListToolsResult) {
+	if result == nil {
+		return
+	}
+	f.filterFor(ctx, func(c faceCaller) {
+		result.Tools = keep(result.Tools, func(t mcp.Tool) bool { return c.showsTool(t.Name) })
+	})
+}
+
+// visibleResources is the face's resources/list filter: it keeps the resources the caller
+// of ctx may read (mcp_resource rules), as visibleTools does for tools.
+func (f *Face) visibleResources(ctx context.Context, _ any, _ *mcp.ListResourcesRequest, result *mcp.ListResourcesResult) {
+	if result == nil {
+		return
+	}
+	f.filterFor(ctx, func(c faceCaller) {
+		result.Resources = keep(result.Resources, func(r mcp.Resource) bool {
+			return c.showsRead(mcpbackend.MethodResourcesRead, readParams{URI: r.URI})
+		})
+	})
+}
+
+// visibleTemplates is the face's resources/templates/list filter: it keeps the templates
+// whose arguments the caller may complete (mcp_resource rules on the URI template), which
+// are those a rule lets it read as their URI template.
+func (f *Face) visibleTemplates(ctx context.Context, _ any, _ *mcp.ListResourceTemplatesRequest, result *mcp.ListResourceTemplatesResult) {
+	if result == nil {
+		return
+	}
+	f.filterFor(ctx, func(c faceCaller) {
+		result.ResourceTemplates = keep(result.ResourceTemplates, func(t mcp.ResourceTemplate) bool {
+			var uri string
+			if t.URITemplate != nil {
+				uri = t.URITemplate.Raw()
+			}
+			ref := mcp.CompleteParams{Ref: mcp.ResourceReference{Type: "ref/resource", URI: uri}}
+			return c.showsRead(mcpbackend.MethodCompletionComplete, ref)
+		})
+	})
+}
+
+// visiblePrompts is the face's prompts/list filter: it keeps the prompts the caller of ctx
+// may get (mcp_prompt rules).
+func (f *Face) visiblePrompts(ctx context.Context, _ any, _ *mcp.ListPromptsRequest, result *mcp.ListPromptsResult) {
+	if result == nil {
+		return
+	}
+	f.filterFor(ctx, func(c faceCaller) {
+		result.Prompts = keep(result.Prompts, func(p mcp.Prompt) bool {
+			return c.showsRead(mcpbackend.MethodPromptsGet, getParams{Name: p.Name})
+		})
+	})
+}
+
+// faceCaller is the caller of a face request as the list filters see it.
+type faceCaller struct {
+	v         Visibility
+	principal gateway.Principal
+	zone      gateway.TrustZone
+	namespace string // the bridge's method namespace
+}
+
+// filterFor calls filter with the caller of ctx, unless nothing is hidden (no policy
+// section, no bridge).
+func (f *Face) filterFor(ctx context.Context, filter func(c faceCaller)) {
+	target := f.target()
+	rt := f.gw.Acquire()
+	defer rt.Release()
+	v := rt.Visibility()
+	if !v.Filters() || target == nil {
+		return
+	}
+	principal, _ := ctx.Value(principalKey{}).(gateway.Principal)
+	filter(faceCaller{v: v, principal: principal, zone: callerZone(ctx), namespace: target.Namespace()})
+}
+
+// showsTool reports whether the caller would see a call of the bridged tool.
+func (c faceCaller) showsTool(tool string) bool {
+	return c.v.ShowsCall(c.principal, c.zone, gateway.ProtocolMCP, &gateway.Call{Method: c.namespace + tool})
+}
+
+// showsRead reports whether the caller would see the read method op called with params.
+func (c faceCaller) showsRead(op string, params any) bool {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return false
+	}
+	return c.v.ShowsCall(c.principal, c.zone, gateway.ProtocolMCP, &gateway.Call{Method: c.namespace + op, Params: raw})
+}
+
+// keep returns the items shows keeps, in order, in a new slice.
+func keep[T any](items []T, shows func(T) bool) []T {
+	kept := make([]T, 0, len(items))
+	for _, it := range items {
+		if shows(it) {
+			kept = append(kept, it)
+		}
+	}
+	return kept
+}

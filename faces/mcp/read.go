@@ -1,0 +1,92 @@
+package mcpface
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/gatehouse-dev/gatehouse/faces"
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/observability"
+	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
+	"github.com/gatehouse-dev/gatehouse/schemas"
+)
+
+// resources/read, prompts/get and completion/complete on the MCP face run through the
+// pipeline as tools/call does: each is the bridge target's read method
+// ("<namespace>resources/read", "<namespace>prompts/get", "<namespace>completion/complete";
+// mcpbackend.MethodResourcesRead …), run as the MCP caller (its principal and zone,
+// protocol MCP), so it is metered, traced, rate-limited, decided by the policy (as the
+// resource or prompt it reaches: mcp_resource, mcp_prompt), admitted, broken and given a
+// hop token like any call. A refusal reaches the client as the gateway's JSON-RPC error
+// (refusal.go).
+
+// readParams are the params of the bridge's resources/read.
+type readParams struct {
+	URI string `json:"uri"`
+}
+
+// getParams are the params of the bridge's prompts/get.
+type getParams struct {
+	Name      string            `json:"name"`
+	Arguments map[string]string `json:"arguments,omitempty"`
+}
+
+// runRead runs one read method of target with params as the MCP caller of ctx and
+// returns its result; an error is the gateway's, recorded on the request for
+// refusalWriter.
+func (f *Face) runRead(ctx context.Context, target *mcpbackend.Target, op string, params any, meta *mcp.Meta) (json.RawMessage, error) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, gateway.NewError(schemas.CodeInternal).Wrap(err)
+	}
+	principal, _ := ctx.Value(principalKey{}).(gateway.Principal)
+	ctx = f.withPeer(ctx) // upstream log messages during the read reach this session
+	rt := f.gw.Acquire()
+	if meta != nil && rt.Pipeline().Tracer != nil {
+		ctx = observability.ExtractMeta(ctx, meta.AdditionalFields) // params._meta.traceparent
+	}
+	who := faces.Caller{Principal: principal, Zone: callerZone(ctx), Protocol: gateway.ProtocolMCP}
+	out := rt.Pipeline().RunAs(ctx, who, target.Namespace()+op, raw, nil)
+	rt.Release()
+	if out.Err != nil {
+		if fr := faceRequestOf(ctx); fr != nil {
+			fr.refusal = &mcpRefusal{err: out.Err, traceID: out.TraceID}
+		}
+		return nil, out.Err
+	}
+	return out.Result, nil
+}
+
+// readResource answers resources/read for a resource or resource template of target.
+func (f *Face) readResource(target *mcpbackend.Target) mcpserver.ResourceHandlerFunc {
+	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		raw, err := f.runRead(ctx, target, mcpbackend.MethodResourcesRead, readParams{URI: req.Params.URI}, req.Params.Meta)
+		if err != nil {
+			return nil, err
+		}
+		res, err := mcp.ParseReadResourceResult(&raw)
+		if err != nil {
+			return nil, gateway.Errorf(schemas.CodeInternal, "The upstream's resources/read result is malformed").Wrap(err)
+		}
+		return res.Contents, nil
+	}
+}
+
+// getPrompt answers prompts/get for a prompt of target.
+func (f *Face) getPrompt(target *mcpbackend.Target) mcpserver.PromptHandlerFunc {
+	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		params := getParams{Name: req.Params.Name, Arguments: req.Params.Arguments}
+		raw, err := f.runRead(ctx, target, mcpbackend.MethodPromptsGet, params, req.Params.Meta)
+		if err != nil {
+			return nil, err
+		}
+		res, err := mcp.ParseGetPromptResult(&raw)
+		if err != nil {
+			return nil, gateway.Errorf(schemas.CodeInternal, "The upstream's prompts/get result is malformed").Wrap(err)
+		}
+		return res, nil
+	}
+}

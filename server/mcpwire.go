@@ -1,0 +1,74 @@
+package server
+
+import (
+	"slices"
+	"time"
+
+	mcpface "github.com/gatehouse-dev/gatehouse/faces/mcp"
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/routing"
+)
+
+// newMCPFace builds the MCP face of cfg over the server (mcpGateway).
+func (s *Server) newMCPFace(cfg mcpface.Config) *mcpface.Face {
+	return mcpface.New(mcpGateway{s}, mcpface.Options{Config: cfg, Version: buildVersion(),
+		State: s.kv, Now: s.opts.Now, Log: s.log, Stdio: s.stdio})
+}
+
+// mcpGateway is the server as the MCP face sees it (mcpface.Gateway).
+type mcpGateway struct{ s *Server }
+
+var (
+	_ mcpface.Gateway    = mcpGateway{}
+	_ mcpface.Runtime    = mcpRuntime{}
+	_ mcpface.Visibility = mcpVisibility{}
+)
+
+// Acquire implements mcpface.Gateway.
+func (g mcpGateway) Acquire() mcpface.Runtime { return mcpRuntime{g.s.acquire()} }
+
+// Draining implements mcpface.Gateway.
+func (g mcpGateway) Draining() bool { return g.s.draining.Load() }
+
+// mcpRuntime is one configuration as the MCP face sees it (mcpface.Runtime); the
+// faces.Runtime methods are the runtime's own.
+type mcpRuntime struct{ *runtime }
+
+// Table implements mcpface.Runtime.
+func (r mcpRuntime) Table() *routing.Table { return r.table }
+
+// Visibility implements mcpface.Runtime.
+func (r mcpRuntime) Visibility() mcpface.Visibility {
+	return mcpVisibility{newVisibility(r.cfg, r.table)}
+}
+
+// WriteTimeout implements mcpface.Runtime.
+func (r mcpRuntime) WriteTimeout() time.Duration { return r.cfg.Server.Boundary.WriteTimeout }
+
+// Issuers implements mcpface.Runtime.
+func (r mcpRuntime) Issuers() []string { return r.authn.Issuers() }
+
+// Scopes implements mcpface.Runtime: the scopes the policy's rules require, sorted and
+// each once; none without a policy.
+func (r mcpRuntime) Scopes() []string {
+	if r.cfg.Policy == nil {
+		return nil
+	}
+	var out []string
+	for _, rule := range r.cfg.Policy.Rules {
+		out = append(out, rule.Scopes...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// mcpVisibility is a configuration's visibility as the MCP face's list filters ask it.
+type mcpVisibility struct{ v *visibility }
+
+// Filters implements mcpface.Visibility.
+func (v mcpVisibility) Filters() bool { return v.v.filters() }
+
+// ShowsCall implements mcpface.Visibility.
+func (v mcpVisibility) ShowsCall(p gateway.Principal, zone gateway.TrustZone, proto gateway.Protocol, call *gateway.Call) bool {
+	return v.v.showsCall(p, zone, proto, call)
+}
