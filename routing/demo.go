@@ -41,6 +41,12 @@ func NewDemo(cfg DemoConfig) *Demo { return &Demo{delay: cfg.Delay} }
 // Name implements gateway.Target.
 func (*Demo) Name() string { return "demo" }
 
+var _ gateway.Backended = (*Demo)(nil)
+
+// Backend implements gateway.Backended: the demo runs in the process, it has no backend
+// (no breaker, retry budget or admission queue of its own).
+func (*Demo) Backend(*gateway.Call) string { return "" }
+
 // Methods returns the methods the demo target serves.
 func (*Demo) Methods() []string {
 	return []string{demoSubtract, demoSum, demoUpdate, demoNotifyHello, demoGetData}
