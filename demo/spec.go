@@ -42,6 +42,12 @@ func NewSpec(cfg routing.DemoConfig) *Spec { return &Spec{delay: cfg.Delay} }
 // Name implements gateway.Target.
 func (*Spec) Name() string { return "demo" }
 
+var _ gateway.Backended = (*Spec)(nil)
+
+// Backend implements gateway.Backended: the demo runs in the process, it has no backend
+// (no breaker, retry budget or admission queue of its own).
+func (*Spec) Backend(*gateway.Call) string { return "" }
+
 // Methods returns the methods the demo target serves.
 func (*Spec) Methods() []string {
 	return []string{demoSubtract, demoSum, demoUpdate, demoNotifyHello, demoGetData}

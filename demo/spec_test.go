@@ -119,3 +119,12 @@ func TestTableRouteAndDuplicates(t *testing.T) {
 		t.Fatalf("targets: got %d, want 1", n)
 	}
 }
+
+// TestDemoHasNoBackend: the demo runs in the process, so the breaker, retry and admission
+// stages pass its calls through.
+func TestDemoHasNoBackend(t *testing.T) {
+	d := demo.NewSpec(routing.DemoConfig{})
+	if b := gateway.BackendOf(&gateway.Call{Method: "subtract", Target: d}); b != "" {
+		t.Fatalf("BackendOf = %q, want none", b)
+	}
+}

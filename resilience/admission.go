@@ -111,8 +111,8 @@ func overloadedError(reason string, retryAfter time.Duration) *gateway.Error {
 }
 
 // Admission returns the admission stage of cfg, or nil (no stage) when cfg is nil. It runs
-// after routing: backendOf names the backend whose queue a routed call waits in (nil names
-// it by its target, gateway.Target.Name); a call it names "" reaches no backend outside the
+// after routing: backendOf names the backend whose queue a routed call waits in (nil: the
+// target names it, gateway.BackendOf); a call it names "" reaches no backend outside the
 // process and passes the global limit only. log receives at most one summary of the calls
 // shed per shedLogInterval while the gateway sheds.
 //
@@ -125,18 +125,10 @@ func Admission(cfg *AdmissionConfig, backendOf BackendOf, now func() time.Time, 
 		return nil
 	}
 	if backendOf == nil {
-		backendOf = targetName
+		backendOf = gateway.BackendOf
 	}
 	a := newAdmission(cfg.WithDefaults(), backendOf, now, log)
 	return a.wrap
-}
-
-// targetName names a call's backend by its target.
-func targetName(call *gateway.Call) string {
-	if call.Target == nil {
-		return ""
-	}
-	return call.Target.Name()
 }
 
 // admission is the admission stage of one configuration.

@@ -11,19 +11,32 @@ import (
 // views of its state, which the server's metrics read at scrape time.
 type AdmissionControl struct{ a *admission }
 
-// NewAdmission returns the admission control of cfg, nil when cfg is nil. onWait, when set,
-// is told the time each admitted call waited for its backend's place (0 for a call that
-// found one at once), with the backend's name; it must not block.
-func NewAdmission(cfg *AdmissionConfig, backendOf BackendOf, now func() time.Time, log *slog.Logger,
-	onWait func(backend string, d time.Duration)) *AdmissionControl {
+// AdmissionDeps are what the admission stage needs beyond its section.
+type AdmissionDeps struct {
+	// BackendOf names the backend whose queue a routed call waits in; nil: the target
+	// names it (gateway.BackendOf). A call it names "" passes the global limit only.
+	BackendOf BackendOf
+	// Now is the clock.
+	Now func() time.Time
+	// Log receives at most one summary of the calls shed per interval while the gateway
+	// sheds.
+	Log *slog.Logger
+	// OnWait, when set, is told the time each admitted call waited for its backend's place
+	// (0 for a call that found one at once), with the backend's name; it must not block.
+	OnWait func(backend string, d time.Duration)
+}
+
+// NewAdmission returns the admission control of cfg (see Admission), nil when cfg is nil:
+// its Middleware is then nil too, and the stage is out of the chain.
+func NewAdmission(cfg *AdmissionConfig, deps AdmissionDeps) *AdmissionControl {
 	if cfg == nil {
 		return nil
 	}
-	if backendOf == nil {
-		backendOf = targetName
+	if deps.BackendOf == nil {
+		deps.BackendOf = gateway.BackendOf
 	}
-	a := newAdmission(cfg.WithDefaults(), backendOf, now, log)
-	a.onWait = onWait
+	a := newAdmission(cfg.WithDefaults(), deps.BackendOf, deps.Now, deps.Log)
+	a.onWait = deps.OnWait
 	return &AdmissionControl{a: a}
 }
 

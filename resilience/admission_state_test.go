@@ -20,13 +20,13 @@ func TestAdmissionControlState(t *testing.T) {
 		Global:  resilience.AdaptiveConfig{InitialLimit: 7, MinLimit: 7, MaxLimit: 7},
 		Default: resilience.TargetLimits{MaxConcurrency: 1, Queue: 4, Throttle: time.Millisecond, MaxWait: 5 * time.Second},
 	}
-	ac := resilience.NewAdmission(cfg, nil, time.Now, nil, func(backend string, d time.Duration) {
+	ac := resilience.NewAdmission(cfg, resilience.AdmissionDeps{Now: time.Now, OnWait: func(backend string, d time.Duration) {
 		mu.Lock()
 		defer mu.Unlock()
 		if d >= 0 {
 			waits[backend]++
 		}
-	})
+	}})
 	if limit, ok := ac.Limit(); !ok || limit != 7 {
 		t.Fatalf("Limit() = %d, %v; want 7, true", limit, ok)
 	}
@@ -56,7 +56,7 @@ func TestAdmissionControlState(t *testing.T) {
 	if waits["t"] != 2 {
 		t.Errorf("waits reported %v, want 2 for t", waits)
 	}
-	if resilience.NewAdmission(nil, nil, time.Now, nil, nil).Middleware() != nil {
+	if resilience.NewAdmission(nil, resilience.AdmissionDeps{Now: time.Now}).Middleware() != nil {
 		t.Error("a nil section made an admission stage")
 	}
 }

@@ -38,9 +38,13 @@ type Breakers struct {
 	m   sync.Map // backend name → *breaker
 }
 
-// NewBreakers returns the breakers of cfg; cfg should have passed Validate.
-func NewBreakers(cfg BreakersConfig) *Breakers {
-	return &Breakers{cfg: cfg}
+// NewBreakers returns the breakers of cfg, nil when cfg is nil (their Middleware is then
+// nil too, and the stage is out of the chain); cfg should have passed Validate.
+func NewBreakers(cfg *BreakersConfig) *Breakers {
+	if cfg == nil {
+		return nil
+	}
+	return &Breakers{cfg: *cfg}
 }
 
 // breaker is the circuit breaker of one backend.
@@ -107,8 +111,15 @@ var (
 // judged (Judge) into the breaker's window. An open breaker — or a half-open one whose
 // probes are all running — refuses the call at once with CIRCUIT_OPEN, data {backend,
 // state, retry_after_ms, recovery_hint}; retry_after_ms is the time until the breaker lets
-// probes through, or, while the probes run, its open duration.
+// probes through, or, while the probes run, its open duration. A nil backendOf lets the
+// target name it (gateway.BackendOf); a nil b has no stage (nil).
 func (b *Breakers) Middleware(backendOf BackendOf) gateway.Middleware {
+	if b == nil {
+		return nil
+	}
+	if backendOf == nil {
+		backendOf = gateway.BackendOf
+	}
 	return func(next gateway.Handler) gateway.Handler {
 		return func(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
 			name := backendOf(call)

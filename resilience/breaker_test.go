@@ -120,7 +120,7 @@ var brkSettings = resilience.BreakerSettings{FailureRatio: 0.5, MinRequests: 4, 
 	OpenDuration: 2 * time.Second, HalfOpenProbes: 2, TimeoutBudget: time.Second}
 
 func newBreakerStage(s resilience.BreakerSettings, tgt *breakerTarget) (*resilience.Breakers, gateway.Handler) {
-	b := resilience.NewBreakers(resilience.BreakersConfig{Default: s})
+	b := resilience.NewBreakers(&resilience.BreakersConfig{Default: s})
 	backend := func(c *gateway.Call) string { return c.Method }
 	return b, gateway.Chain(tgt.invoke, b.Middleware(backend))
 }
@@ -316,7 +316,7 @@ func TestBreakerProbePanics(t *testing.T) {
 		s := brkSettings
 		s.HalfOpenProbes = 1
 		s.MinRequests = 1
-		b := resilience.NewBreakers(resilience.BreakersConfig{Default: s})
+		b := resilience.NewBreakers(&resilience.BreakersConfig{Default: s})
 		panics := true
 		h := gateway.Chain(func(context.Context, *gateway.Call) (*gateway.Result, error) {
 			if panics {
@@ -347,7 +347,7 @@ func TestBreakerPassesCallsWithoutBackend(t *testing.T) {
 	tgt := &breakerTarget{err: brkUnavailable}
 	s := brkSettings
 	s.MinRequests = 1
-	b := resilience.NewBreakers(resilience.BreakersConfig{Default: s})
+	b := resilience.NewBreakers(&resilience.BreakersConfig{Default: s})
 	h := gateway.Chain(tgt.invoke, b.Middleware(func(*gateway.Call) string { return "" }))
 	for range 3 {
 		if err := callBackend(h, "builtin"); !errors.Is(err, brkUnavailable) {
@@ -424,7 +424,7 @@ func TestBreakersConfigProblems(t *testing.T) {
 // without it; compare the two in one run.
 func BenchmarkBreakerStage(b *testing.B) {
 	ok := func(context.Context, *gateway.Call) (*gateway.Result, error) { return gateway.NewResult(nil), nil }
-	brs := resilience.NewBreakers(resilience.BreakersConfig{})
+	brs := resilience.NewBreakers(&resilience.BreakersConfig{})
 	stages := map[string]gateway.Handler{
 		"bare":    ok,
 		"breaker": gateway.Chain(ok, brs.Middleware(func(*gateway.Call) string { return "calc" })),

@@ -117,6 +117,22 @@ type Idempotency struct {
 	log      *slog.Logger
 }
 
+// NewIdempotencyStage returns the idempotency stage of cfg, its records kept in kv (the
+// process's state store: records outlive a reload, and replicas sharing the store replay
+// each other's results): nil, out of the chain, when cfg is nil. classify picks the calls
+// whose keys are honoured (nil: all); log receives store failures after a call ran. An
+// invalid section refuses every call.
+func NewIdempotencyStage(cfg *IdempotencyConfig, kv state.KV, classify Classifier, log *slog.Logger) gateway.Middleware {
+	if cfg == nil {
+		return nil
+	}
+	s, err := NewIdempotency(*cfg, NewKVIdempotencyRecords(kv), classify, log)
+	if err != nil {
+		return refuseAll("the idempotency section is invalid", err)
+	}
+	return s.Middleware()
+}
+
 // NewIdempotency returns the stage for cfg (defaults applied) keeping records in records;
 // classify picks the calls whose keys are honoured (nil: all). log receives store
 // failures that happen after a call ran.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/schemas"
+	"github.com/gatehouse-dev/gatehouse/state"
 )
 
 // RateLimitConfig is the rate_limits section: token buckets per caller, per method pattern
@@ -275,6 +276,21 @@ type quotaReportKey struct{}
 // concurrent use).
 func WithQuotaReport(ctx context.Context, report func(Quota)) context.Context {
 	return context.WithValue(ctx, quotaReportKey{}, report)
+}
+
+// NewRateLimitStage returns the rate-limit stage of cfg, its buckets kept in kv (the
+// process's state store, so they outlive a reload and are shared by replicas sharing it):
+// nil, out of the chain, when cfg is nil. A section that does not compile refuses every
+// call rather than serve unlimited. now is the clock; log receives store failures.
+func NewRateLimitStage(cfg *RateLimitConfig, kv state.KV, now func() time.Time, log *slog.Logger) gateway.Middleware {
+	if cfg == nil {
+		return nil
+	}
+	l, err := NewRateLimiter(*cfg, NewKVBuckets(kv), now, log)
+	if err != nil {
+		return refuseAll("the rate_limits section does not compile", err)
+	}
+	return l.Middleware()
 }
 
 // RateLimiter is the rate-limit stage of one configuration.

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	nk "github.com/gatehouse-dev/gatehouse/codecs/nekte"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
@@ -23,7 +21,8 @@ import (
 //     the error gateway.ErrNotSent): it has not run anywhere;
 //   - its policy mutation class is READ_ONLY or IDEMPOTENT_WRITE, or it carries
 //     params.idempotency_key;
-//   - it is not a delegated NEKTE task, nor a call made on a task's behalf;
+//   - its target does not call it unretryable (gateway.Unretryable: a delegated NEKTE
+//     task, a task method), nor is it made on behalf of such a call;
 //   - it has not read (or closed) its input stream;
 //   - more than 2ε (deadline.min_remaining) is left of its deadline after the back-off;
 //   - its backend's retry budget has room.
@@ -97,6 +96,7 @@ func (c RetryConfig) Validate() []ConfigError {
 // RetryOptions are what the retry stage needs beyond its section.
 type RetryOptions struct {
 	// BackendOf names the backend a call reaches; a call reaching none is never retried.
+	// Nil: the target names it (gateway.BackendOf).
 	BackendOf BackendOf
 	// Repeatable reports whether the call's mutation class (READ_ONLY, IDEMPOTENT_WRITE)
 	// makes running it twice harmless. The server passes one that reads the policy's
@@ -108,11 +108,23 @@ type RetryOptions struct {
 	MinRemaining time.Duration
 }
 
+// NewRetryStage returns the retry stage of cfg (Retry): nil, out of the chain, when cfg
+// is nil.
+func NewRetryStage(cfg *RetryConfig, opts RetryOptions) gateway.Middleware {
+	if cfg == nil {
+		return nil
+	}
+	return Retry(*cfg, opts)
+}
+
 // Retry returns the retry stage of cfg (see RetryConfig for the rules). It sits above the
 // breaker stage, so each attempt passes the backend's breaker and is judged by it: a retry
 // that finds the breaker open fails at once with CIRCUIT_OPEN. The failure of the last
 // attempt is what the caller gets.
 func Retry(cfg RetryConfig, opts RetryOptions) gateway.Middleware {
+	if opts.BackendOf == nil {
+		opts.BackendOf = gateway.BackendOf
+	}
 	r := &retrier{cfg: cfg.WithDefaults(), opts: opts}
 	return r.wrap
 }
@@ -126,8 +138,8 @@ type retrier struct {
 
 func (r *retrier) wrap(next gateway.Handler) gateway.Handler {
 	return func(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
-		if isTaskMethod(call.Method) {
-			// The task outlives the call and runs on its context's values: whatever it
+		if notRetryable(call) {
+			// A task outlives the call and runs on its context's values: whatever it
 			// calls on the task's behalf is never retried either.
 			return next(context.WithValue(ctx, noRetryKey{}, true), call)
 		}
@@ -191,10 +203,11 @@ func Retryable(err error) bool {
 	return ok && e.Code() == schemas.CodeUnavailable && errors.Is(err, gateway.ErrNotSent)
 }
 
-// isTaskMethod reports whether method starts or resumes a delegated NEKTE task (or is one
-// of the task methods): such calls are never retried.
-func isTaskMethod(method string) bool {
-	return method == nk.MethodDelegate || strings.HasPrefix(method, "nekte.task.")
+// notRetryable reports whether call's target says it must never be retried
+// (gateway.Unretryable): it starts or resumes a task (NEKTE's delegate and task methods).
+func notRetryable(call *gateway.Call) bool {
+	u, ok := call.Target.(gateway.Unretryable)
+	return ok && u.NotRetryable(call)
 }
 
 // noRetryKey marks a context whose calls are never retried: a task's.

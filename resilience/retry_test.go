@@ -62,6 +62,18 @@ func (f *flakyTarget) invoke(ctx context.Context, call *gateway.Call) (*gateway.
 	return gateway.NewResult([]byte(`"ok"`)), nil
 }
 
+// taskTarget is a target whose calls start tasks: it says they must never be retried
+// (gateway.Unretryable) unless retryable is set.
+type taskTarget struct{ retryable bool }
+
+var _ gateway.Unretryable = taskTarget{}
+
+func (taskTarget) Name() string { return "tasks" }
+func (taskTarget) Invoke(context.Context, *gateway.Call) (*gateway.Result, error) {
+	return gateway.NewResult(nil), nil
+}
+func (t taskTarget) NotRetryable(*gateway.Call) bool { return !t.retryable }
+
 // retryInput is an input stream of one message.
 type retryInput struct{ sent bool }
 
@@ -105,6 +117,7 @@ func TestRetryRules(t *testing.T) {
 		name      string
 		err       error
 		method    string
+		target    gateway.Target
 		params    string
 		ctx       func(context.Context) context.Context
 		timeLeft  time.Duration // 0: no deadline
@@ -123,8 +136,8 @@ func TestRetryRules(t *testing.T) {
 		{name: "not repeatable, key not a string", err: retryNotSent, params: `{"idempotency_key":7}`, want: 1},
 		{name: "not repeatable, key nested deeper", err: retryNotSent, params: `{"a":{"idempotency_key":"k"}}`, want: 1},
 		{name: "not repeatable, key of another case", err: retryNotSent, params: `{"Idempotency_Key":"k"}`, want: 1},
-		{name: "delegated task", err: retryNotSent, method: "nekte.delegate", ctx: readOnly, want: 1},
-		{name: "task method", err: retryNotSent, method: "nekte.task.resume", ctx: readOnly, want: 1},
+		{name: "the target says not retryable", err: retryNotSent, target: taskTarget{}, ctx: readOnly, want: 1},
+		{name: "the target says retryable", err: retryNotSent, target: taskTarget{retryable: true}, ctx: readOnly, want: 2},
 		{name: "no backend", err: retryNotSent, method: "builtin", ctx: readOnly, want: 1},
 		{name: "input not read", err: retryNotSent, ctx: readOnly, input: true, want: 2},
 		{name: "input read", err: retryNotSent, ctx: readOnly, input: true, readInput: true, want: 1},
@@ -151,7 +164,7 @@ func TestRetryRules(t *testing.T) {
 					ctx, cancel = context.WithCancel(ctx)
 					cancel()
 				}
-				call := &gateway.Call{Method: tt.method, Params: []byte(tt.params)}
+				call := &gateway.Call{Method: tt.method, Params: []byte(tt.params), Target: tt.target}
 				if call.Method == "" {
 					call.Method = "calc"
 				}
@@ -215,7 +228,7 @@ func TestRetryNestedTaskCalls(t *testing.T) {
 		inner := &flakyTarget{err: retryNotSent, failures: 1}
 		var h gateway.Handler
 		outer := func(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
-			if call.Method == "nekte.delegate" {
+			if call.Method == "task.start" {
 				return h(ctx, &gateway.Call{Method: "calc"}) // the task's capability call
 			}
 			return inner.invoke(ctx, call)
@@ -225,7 +238,7 @@ func TestRetryNestedTaskCalls(t *testing.T) {
 			Repeatable:   func(context.Context, *gateway.Call) bool { return true },
 			MinRemaining: retryEpsilon,
 		}))
-		if _, err := h(context.Background(), &gateway.Call{Method: "nekte.delegate"}); !errors.Is(err, retryNotSent) || inner.attempts != 1 {
+		if _, err := h(context.Background(), &gateway.Call{Method: "task.start", Target: taskTarget{}}); !errors.Is(err, retryNotSent) || inner.attempts != 1 {
 			t.Fatalf("under a task: %d attempts, %v", inner.attempts, err)
 		}
 		inner.attempts = 0
@@ -304,7 +317,7 @@ func TestRetryEachAttemptPassesTheBreaker(t *testing.T) {
 		h := gateway.Chain(tgt.invoke,
 			resilience.Retry(resilience.RetryConfig{}, resilience.RetryOptions{
 				BackendOf: backend, Repeatable: func(context.Context, *gateway.Call) bool { return true }}),
-			resilience.NewBreakers(resilience.BreakersConfig{Default: s}).Middleware(backend))
+			resilience.NewBreakers(&resilience.BreakersConfig{Default: s}).Middleware(backend))
 		_, err := h(context.Background(), &gateway.Call{Method: "calc"})
 		if e := gateway.AsError(err); e.Code() != schemas.CodeCircuitOpen || e.Data()["state"] != resilience.BreakerOpen {
 			t.Fatalf("the retry got %v, want CIRCUIT_OPEN from the breaker the first attempt opened", err)

@@ -56,7 +56,7 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 		body[statusKey], status = "not ready", http.StatusServiceUnavailable
 		body["state"] = map[string]string{"backend": s.stateBackend(), "error": err.Error()}
 	}
-	if tripped := rt.cfg.trippedBreakers(); len(tripped) > 0 {
+	if tripped := rt.trippedBreakers(); len(tripped) > 0 {
 		body["breakers"] = tripped
 	}
 	writeJSONStatus(w, status, body)

@@ -114,18 +114,18 @@ breakers:
 	if _, body := ts.readyzBody(); body["breakers"] != nil {
 		t.Fatalf("readiness once closed: %v", body)
 	}
-	for _, s := range ts.runningConfig().breakers.States() {
+	for _, s := range ts.runningBreakers().States() {
 		if s.Backend != "flaky" {
 			t.Fatalf("a breaker for %q: only the flaky backend should have one", s.Backend)
 		}
 	}
 }
 
-// runningConfig returns the configuration the server runs now.
-func (ts *testServer) runningConfig() *Config {
+// runningBreakers returns the breakers of the configuration the server runs now.
+func (ts *testServer) runningBreakers() *resilience.Breakers {
 	rt := ts.acquire()
 	defer rt.release()
-	return rt.cfg
+	return rt.breakers
 }
 
 // TestRetryByMutationClass: a call that failed before reaching its backend is retried once

@@ -74,12 +74,6 @@ type Config struct {
 	file string
 	// policy is Policy compiled by validate, so a reload builds it once, beside the old one.
 	policy *policy.Engine
-	// breakers are the breakers the breaker stage of this configuration's runtime made
-	// (breakers.go), for the readiness detail; nil without a breakers section.
-	breakers *resilience.Breakers
-	// admission is the admission control the admission stage of this configuration's runtime
-	// made (admission.go), for the metrics; nil without an admission section.
-	admission *resilience.AdmissionControl
 }
 
 // ServerConfig is the server section: listeners and process lifecycle. Listener settings
@@ -256,15 +250,7 @@ func (c *Config) validate(doc *config.Document) config.ErrorList {
 		bad(p.Path, "%s", p.Msg)
 	}
 	errs = append(errs, c.Approvals.validate(doc)...)
-	errs = append(errs, c.validateRateLimits(doc)...)
-	errs = append(errs, c.validateIdempotency(doc)...)
-	errs = append(errs, c.validateBreakers(doc)...)
-	errs = append(errs, c.validateRetries(doc)...)
-	if a := c.Admission; a != nil {
-		for _, p := range a.WithDefaults().Validate() {
-			bad("admission."+p.Path, "%s", p.Msg)
-		}
-	}
+	errs = append(errs, c.validateResilience(doc)...)
 	if err := c.Routing.Validate(); err != nil {
 		bad("routing", "%v", err)
 	}

@@ -12,50 +12,11 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/resilience"
-	"github.com/gatehouse-dev/gatehouse/routing"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
 )
 
 // jsonrpcVersion is the version label of the JSON-RPC faces.
 const jsonrpcVersion = "2.0"
-
-// metricsStage returns the metrics stage: it puts m in the call's context as the targets'
-// gateway.Observer and records each call's outcome and duration
-// (protocol_requests_total, protocol_errors_total, protocol_request_duration_seconds). The
-// method label is the method when table routes it by name or it names a tool of the MCP
-// catalog, "other" otherwise, so a caller cannot grow the label set. Nil, out of the chain,
-// when metrics are off.
-func metricsStage(m *observability.Metrics, table *routing.Table) gateway.Middleware {
-	if m == nil {
-		return nil
-	}
-	return func(next gateway.Handler) gateway.Handler {
-		return func(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
-			start := time.Now()
-			res, err := next(gateway.WithObserver(ctx, m), call)
-			m.ObserveRequest(observability.Request{
-				Protocol: call.Protocol.String(),
-				Method:   call.Method,
-				Routed:   table.Names(call.Method) || catalogTool(call),
-				Version:  protocolVersion(ctx, call.Protocol),
-				Err:      gateway.AsError(err),
-				Duration: time.Since(start),
-			})
-			return res, err
-		}
-	}
-}
-
-// catalogTool reports whether call reached an MCP tool the bridge's catalog lists (by its
-// namespaced method or tools/call): the catalog bounds those names.
-func catalogTool(call *gateway.Call) bool {
-	t, ok := call.Target.(*mcpbackend.Target)
-	if !ok {
-		return false
-	}
-	upstream, _ := mcpTool(t, call)
-	return upstream != ""
-}
 
 // protocolVersion is the version label of a call: "2.0" on the JSON-RPC faces, the MCP
 // session's negotiated version (one mcp-go knows, else "other") on the MCP face, "" for
@@ -88,13 +49,13 @@ func (s *Server) gauges() observability.Gauges {
 	rt := s.acquire()
 	defer rt.release()
 	g := observability.Gauges{AdmissionLimit: -1, ApprovalsPending: -1}
-	if b := rt.cfg.breakers; b != nil {
+	if b := rt.breakers; b != nil {
 		g.Breakers = make(map[string]int)
 		for _, st := range b.States() {
 			g.Breakers[st.Backend] = breakerValue(st.State)
 		}
 	}
-	if a := rt.cfg.admission; a != nil {
+	if a := rt.admission; a != nil {
 		g.QueueDepth = a.QueueDepths()
 		if limit, ok := a.Limit(); ok {
 			g.AdmissionLimit = float64(limit)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,9 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/gatehouse-dev/gatehouse/demo"
-	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
-	"github.com/gatehouse-dev/gatehouse/routing"
 )
 
 // metricsConfig routes subtract to a calculator.v1 gRPC backend (%[1]s) and bridges the
@@ -176,42 +173,6 @@ func flattenExposition(t *testing.T, r io.Reader) map[string]float64 {
 		}
 	}
 	return out
-}
-
-// BenchmarkMetricsStage measures the metrics stage's cost per call beside a stage that
-// only passes the call on: metrics/op ÷ passthrough/op is the stage's relative cost.
-func BenchmarkMetricsStage(b *testing.B) {
-	table := routing.NewTable()
-	if err := table.Add("subtract", demo.NewSpec(routing.DemoConfig{})); err != nil {
-		b.Fatal(err)
-	}
-	ok := func(context.Context, *gateway.Call) (*gateway.Result, error) {
-		return gateway.NewResult([]byte("19")), nil
-	}
-	passthrough := func(next gateway.Handler) gateway.Handler {
-		return func(ctx context.Context, call *gateway.Call) (*gateway.Result, error) { return next(ctx, call) }
-	}
-	for _, bc := range []struct {
-		name  string
-		stage gateway.Middleware
-	}{
-		{"passthrough", passthrough},
-		{"metrics", metricsStage(observability.NewMetrics(), table)},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			h := gateway.Chain(ok, bc.stage)
-			ctx := context.Background()
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				call := &gateway.Call{Method: "subtract", Protocol: gateway.ProtocolHTTP}
-				for pb.Next() {
-					if _, err := h(ctx, call); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
-		})
-	}
 }
 
 // TestMetricsRateLimitRejections checks a call the rate-limit stage refuses counts once

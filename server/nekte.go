@@ -138,6 +138,26 @@ func (n *nekteCore) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Re
 	return n.svc.Invoke(ctx, call)
 }
 
+// The NEKTE service runs in the process: it has no backend of its own (a call it makes on a
+// capability's behalf goes through the pipeline again and is judged against the backend
+// it reaches), and a call that starts or resumes a task is never retried. nekteRoute has
+// these methods through its nekteCore.
+var (
+	_ gateway.Backended   = (*nekteCore)(nil)
+	_ gateway.Unretryable = (*nekteCore)(nil)
+	_ gateway.Backended   = (*nekteRoute)(nil)
+	_ gateway.Unretryable = (*nekteRoute)(nil)
+)
+
+// Backend implements gateway.Backended: none, the service runs in the process.
+func (*nekteCore) Backend(*gateway.Call) string { return "" }
+
+// NotRetryable implements gateway.Unretryable: a call that delegates a task, or one of the
+// task methods (nekte.task.*), is never retried — the task outlives the call.
+func (*nekteCore) NotRetryable(call *gateway.Call) bool {
+	return call.Method == nk.MethodDelegate || strings.HasPrefix(call.Method, "nekte.task.")
+}
+
 // targets returns extra with the service added under each of its methods, for every
 // configuration to route. A method extra already routes is refused.
 func (n *nekteCore) targets(extra map[string]gateway.Target) (map[string]gateway.Target, error) {

@@ -53,7 +53,7 @@ func (s *policyStage) wrap(next gateway.Handler) gateway.Handler {
 
 // subject describes call and its routed target. What a target cannot tell stays empty:
 // an MCP tool's, resource's or prompt's upstream is looked up in the bridge's current
-// catalog (mcpbackend.Target.Reaches), a gRPC method's full name in the backend's loaded
+// catalog (mcpbackend.Target.CatalogItem), a gRPC method's full name in the backend's loaded
 // descriptors (empty before they load — the backend refuses the call then anyway). The
 // lookups run only when some rule matches on them, or, for the bridge's read methods,
 // always: the implicit rule of an unmatched resource or prompt is READ_ONLY.
@@ -63,7 +63,7 @@ func (s *policyStage) subject(call *gateway.Call) policy.Subject {
 	case *mcpbackend.Target:
 		sub.Kind = policy.KindMCP
 		if s.engine.MatchesMCPTools() || s.engine.MatchesMCPReads() || t.ReadMethod(call.Method) {
-			mcpSubject(&sub, t.Reaches(call))
+			mcpSubject(&sub, t.CatalogItem(call))
 		}
 	case *grpcbackend.Backend:
 		sub.Kind = policy.KindGRPC
@@ -94,7 +94,7 @@ func mcpSubject(sub *policy.Subject, r mcpbackend.Reached) {
 // The metrics stage counts a call under its method when it reaches one (catalogTool):
 // the catalog and the three fixed read methods bound those names.
 func mcpTool(t *mcpbackend.Target, call *gateway.Call) (server, name string) {
-	r := t.Reaches(call)
+	r := t.CatalogItem(call)
 	return r.Upstream, r.Name
 }
 

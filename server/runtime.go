@@ -25,7 +25,10 @@ import (
 type runtime struct {
 	cfg     *Config
 	handler gateway.Handler
-	auth    gateway.Authenticator
+	// built are the parts of handler read besides calls: the breakers (/readyz, metrics)
+	// and the admission control (metrics), nil when their sections are absent.
+	built
+	auth gateway.Authenticator
 	// authn is auth's concrete type, closed with the runtime (it stops JWKS refreshers).
 	authn  *auth.Authenticator
 	table  *routing.Table
@@ -80,9 +83,11 @@ func buildRuntime(cfg *Config, log *slog.Logger, now func() time.Time, extra map
 			return nil, errors.Join(err, table.Close(), authn.Close())
 		}
 	}
+	handler, parts := pipeline(pipelineParams{cfg: cfg, table: table, now: now, kv: kv, ring: ring, log: log, m: m})
 	rt := &runtime{
 		cfg:     cfg,
-		handler: pipeline(cfg, table, now, kv, ring, log, m),
+		handler: handler,
+		built:   parts,
 		auth:    authn,
 		authn:   authn,
 		table:   table,

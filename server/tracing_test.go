@@ -29,6 +29,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
 )
@@ -602,7 +603,7 @@ tracing: {export_interval: 10ms}
 			t.Errorf("%s ended with the call", stage)
 		}
 	}
-	if len(s.Events) != 1 || s.Events[0].Name != eventRetry || !containsAttr(s.Events[0].Attributes, "gatehouse.retry.attempt", "2") ||
+	if len(s.Events) != 1 || s.Events[0].Name != observability.EventRetry || !containsAttr(s.Events[0].Attributes, "gatehouse.retry.attempt", "2") ||
 		!containsAttr(s.Events[0].Attributes, "rpc.jsonrpc.error_code", fmt.Sprint(int(schemas.CodeUnavailable))) {
 		t.Fatalf("events %+v", s.Events)
 	}
@@ -625,7 +626,7 @@ tracing: {export_interval: 10ms}
 		t.Fatalf("breaker not open: %+v", r.Error)
 	}
 	s, spans = callSpan()
-	if len(s.Events) != 1 || s.Events[0].Name != eventBreakerRefuse || !containsAttr(s.Events[0].Attributes, "gatehouse.backend", "flaky") ||
+	if len(s.Events) != 1 || s.Events[0].Name != observability.EventBreakerRejected || !containsAttr(s.Events[0].Attributes, "gatehouse.backend", "flaky") ||
 		!containsAttr(s.Events[0].Attributes, "gatehouse.breaker.state", "open") || s.Status.Code != codes.Error {
 		t.Fatalf("span %s events %+v", describeSpans(spans), s.Events)
 	}

@@ -90,7 +90,7 @@ const (
 	ReachPrompt
 )
 
-// Reached is the catalog item a call of the target reaches, as Reaches tells it.
+// Reached is the catalog item a call of the target reaches, as CatalogItem tells it.
 type Reached struct {
 	Kind ReachKind
 	// Upstream is the server offering it (its configured name).
@@ -100,7 +100,7 @@ type Reached struct {
 	Name string
 }
 
-// Reaches returns the tool, resource or prompt call reaches, by the bridge's routing in
+// CatalogItem returns the tool, resource or prompt call reaches, by the bridge's routing in
 // its current catalog — a tool by "<namespace><tool>" or tools/call ({name}), a resource
 // by "<namespace>resources/read" ({uri}: the resource listed with that URI, else the
 // upstream of the template whose literal prefix matches it longest, else the only upstream
@@ -108,7 +108,7 @@ type Reached struct {
 // resource (template) a "<namespace>completion/complete" refers to. An item whose upstream
 // is down or whose name collides is still named by the catalog; Kind is ReachNone when
 // nothing is reached (unknown names, params of the wrong shape).
-func (t *Target) Reaches(call *gateway.Call) Reached {
+func (t *Target) CatalogItem(call *gateway.Call) Reached {
 	op := t.readOp(call.Method)
 	if op == "" {
 		name, _, _, err := t.parse(call)

@@ -11,7 +11,7 @@ import (
 )
 
 // TestReadMethods: the target serves resources/read and prompts/get under its namespace,
-// refuses params of the wrong shape, and Reaches names the tool, resource or prompt each
+// refuses params of the wrong shape, and CatalogItem names the tool, resource or prompt each
 // call reaches — for a completion, the prompt or template it refers to.
 func TestReadMethods(t *testing.T) {
 	b, _ := start(t, []mcpbackend.Config{fixture("fx", map[string]string{"FIXTURE_RESOURCES": "2"})})
@@ -68,8 +68,23 @@ func TestReadMethods(t *testing.T) {
 	}
 	for _, tt := range reaches {
 		t.Run("reaches/"+tt.name, func(t *testing.T) {
-			if got := target.Reaches(&gateway.Call{Method: tt.method, Params: []byte(tt.params)}); got != tt.want {
-				t.Fatalf("Reaches = %+v, want %+v", got, tt.want)
+			call := &gateway.Call{Method: tt.method, Params: []byte(tt.params), Target: target}
+			if got := target.CatalogItem(call); got != tt.want {
+				t.Fatalf("CatalogItem = %+v, want %+v", got, tt.want)
+			}
+			wantBackend := ""
+			if tt.want.Upstream != "" {
+				wantBackend = mcpbackend.BackendPrefix + tt.want.Upstream
+			}
+			if got := gateway.BackendOf(call); got != wantBackend {
+				t.Errorf("BackendOf = %q, want %q", got, wantBackend)
+			}
+			if r := gateway.ReachOf(call, true); !r.IsMCP() || r.Server != tt.want.Upstream || r.Name != tt.want.Name ||
+				(r.Kind == gateway.ReachMCP) != (tt.want.Kind == mcpbackend.ReachNone) {
+				t.Errorf("ReachOf = %+v, want the item %+v", r, tt.want)
+			}
+			if r := gateway.ReachOf(call, false); r != (gateway.Reach{Kind: gateway.ReachMCP}) {
+				t.Errorf("ReachOf without detail = %+v, want the bridge", r)
 			}
 		})
 	}
