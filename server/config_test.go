@@ -115,14 +115,14 @@ func TestShippedConfigsAreValid(t *testing.T) {
 	if _, err := Default(); err != nil {
 		t.Fatalf("embedded default: %v", err)
 	}
-	onDisk, err := os.ReadFile("../../configs/gatehouse.yaml")
+	onDisk, err := os.ReadFile("../configs/gatehouse.yaml")
 	if err != nil || string(onDisk) != string(configs.Default) {
 		t.Fatal("configs/gatehouse.yaml and the embedded default differ")
 	}
 	// configs/examples/redis.yaml wants the MCP session key every replica shares.
 	t.Setenv("GATEHOUSE_MCP_SESSION_KEY", "0123456789abcdef0123456789abcdef")
-	files, _ := filepath.Glob("../../configs/examples/*.yaml")
-	for _, f := range append(files, "../../configs/gatehouse.yaml") {
+	files, _ := filepath.Glob("../configs/examples/*.yaml")
+	for _, f := range append(files, "../configs/gatehouse.yaml") {
 		if _, err := Load(f); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}

@@ -41,7 +41,7 @@ func TestAuthPathsResolveAgainstTheConfigFile(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(confDir, "keys"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	jwks, err := os.ReadFile("../../configs/examples/dev-jwks.json")
+	jwks, err := os.ReadFile("../configs/examples/dev-jwks.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ func TestChaosSlowBackendDeadline(t *testing.T) {
 		epsilon  = 50 * time.Millisecond
 	)
 	backend := startSlowGRPC(t)
-	protos, err := filepath.Abs("../../schemas/proto")
+	protos, err := filepath.Abs("../schemas/proto")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ routing:
 func gatehouseBinary(tb testing.TB) string {
 	tb.Helper()
 	bin := filepath.Join(tb.TempDir(), "gatehouse")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/gatehouse").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/gatehouse").CombinedOutput(); err != nil {
 		tb.Fatalf("building gatehouse: %v\n%s", err, out)
 	}
 	return bin

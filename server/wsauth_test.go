@@ -21,7 +21,7 @@ import (
 // instead of anonymous callers.
 func devJWTConfig(t *testing.T) string {
 	t.Helper()
-	jwks, err := filepath.Abs("../../configs/examples/dev-jwks.json")
+	jwks, err := filepath.Abs("../configs/examples/dev-jwks.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func apiKeyHash(key string) string {
 // signDev signs claims with configs/examples/dev-signing-key.pem.
 func signDev(t *testing.T, claims map[string]any) string {
 	t.Helper()
-	pem, err := os.ReadFile("../../configs/examples/dev-signing-key.pem")
+	pem, err := os.ReadFile("../configs/examples/dev-signing-key.pem")
 	if err != nil {
 		t.Fatal(err)
 	}
