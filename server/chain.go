@@ -22,10 +22,11 @@ import (
 // the policy stage runs after route because it decides on the target the call reaches. A stage whose config section is
 // absent is passed as nil and is not in the chain.
 //
-// kv is the process's state store (pending approvals live there, beyond one configuration);
-// ring returns the process's signing key ring, which mints downstream tokens; log receives
-// the stages' logs, the approval audit among them; m are the process's metrics (nil: off).
-func pipeline(cfg *Config, table *routing.Table, now func() time.Time, kv state.KV, ring func() *auth.KeyRing, log *slog.Logger,
+// pol is the configuration's compiled policy; kv is the process's state store (pending
+// approvals live there, beyond one configuration); ring returns the process's signing key
+// ring, which mints downstream tokens; log receives the stages' logs, the approval audit
+// among them; m are the process's metrics (nil: off).
+func pipeline(cfg *Config, pol runtimePolicy, table *routing.Table, now func() time.Time, kv state.KV, ring func() *auth.KeyRing, log *slog.Logger,
 	m *observability.Metrics) gateway.Handler {
 	traced := cfg.Tracing != nil
 	return gateway.Chain(routing.Dispatch,
@@ -45,13 +46,16 @@ func pipeline(cfg *Config, table *routing.Table, now func() time.Time, kv state.
 		countRateLimits(cfg.rateLimitChainStage(kv, now, log), m),
 		// route: method → target, or METHOD_NOT_FOUND.
 		table.Route,
-		// policy: zone → rule → scopes → condition (auth/policy); refuses with 4002
+		// policy: zone → rule → scopes → condition (auth/policy.NewStage), on what the
+		// routed target says the call reaches (gateway.ReachOf); refuses with 4002
 		// (missing scopes) or 4000, and records the decision — approval needed or not —
-		// in the context for the approval stage. Traced, its time is the span "policy".
-		stageSpan(traced, "policy", cfg.policyChainStage()),
+		// in the context for the approval stage. A policy that does not compile refuses
+		// every call (policy.NewRefusingStage). Nil without policy. Traced, its time is the
+		// span "policy".
+		stageSpan(traced, "policy", pol.stage()),
 		// approval: a call whose decision needs approval waits, held in the state store,
-		// until an operator approves it (it runs), denies it or it expires (4003); in the
-		// chain whenever the policy stage is.
+		// until an operator approves it (it runs), denies it or it expires (4003)
+		// (auth/approval.NewStage); in the chain whenever the policy stage is.
 		cfg.approvalChainStage(kv, now, log),
 		// idempotency: strips params.idempotency_key; a state-changing call with one runs
 		// once per caller, method and key — repeats replay its kept success or wait for it,
@@ -77,7 +81,8 @@ func pipeline(cfg *Config, table *routing.Table, now func() time.Time, kv state.
 		breakerEvents(traced, cfg.breakerChainStage()),
 		// hop token: the credential the target sends its backend — a token minted for this
 		// hop (caller's scopes ∩ the rule's, aud = the target, lifetime ≤ the deadline), the
-		// caller's own (passthrough) or none, as the target's downstream_token says.
-		hopTokens(ring, m),
+		// caller's own (passthrough) or none, as the target's downstream_token says
+		// (auth.NewHopTokenStage); each token minted counts in gatehouse_tokens_minted_total.
+		auth.NewHopTokenStage(ring, m.TokenMinted),
 	)
 }

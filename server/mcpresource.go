@@ -148,7 +148,7 @@ func (f *mcpFace) filterFor(ctx context.Context, filter func(c faceCaller)) {
 	target := f.target()
 	rt := f.s.acquire()
 	defer rt.release()
-	v := newVisibility(rt.cfg, rt.table)
+	v := newVisibility(rt.policy, rt.table)
 	if !v.filters() || target == nil {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/gatehouse-dev/gatehouse/auth/approval"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/resilience"
@@ -145,7 +146,7 @@ const scrapeStoreTimeout = 2 * time.Second
 func (s *Server) approvalsPending(rt *runtime) int {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeStoreTimeout)
 	defer cancel()
-	recs, err := newApprovalStore(s.kv, rt.cfg.Approvals, rt.now, rt.log).pending(ctx)
+	recs, err := approval.NewStore(s.kv, rt.cfg.Approvals, rt.now, rt.log).Pending(ctx)
 	if err != nil {
 		s.log.Warn("metrics: reading pending approvals", "err", err)
 		return -1
