@@ -1,5 +1,12 @@
 // Package auth authenticates callers before any payload is decoded, and holds the
-// gateway's own signing keys. Policy, scope narrowing, revocation and approvals build on it.
+// gateway's own signing keys, the tokens minted with them and the revocation list. Its
+// sub-packages build on it: policy (the engine and the policy stage) and approval (pending
+// approvals, their stage and admin methods).
+//
+// It owns the hop-token stage ([NewHopTokenStage]) and the admin.revocations.* methods
+// ([RevocationAdmin]); the server puts the stage in its chain and serves the methods on
+// its admin listener. It may import gateway, schemas, codecs, state and auth/policy (for
+// the decision a hop token's scopes come from), and nothing else of the module.
 //
 // # Inbound
 //
@@ -34,4 +41,11 @@
 // by jti and subjects by sub, each until a time, shared by every replica sharing the store
 // and followed by each within its refresh. [Options].Revocations hands it to an
 // Authenticator, which refuses a verified credential it lists with [ReasonRevoked].
+// [RevocationAdmin] serves admin.revocations.add, .list and .remove over it.
+//
+// # Hop tokens
+//
+// [NewHopTokenStage] is the last stage before dispatch: it gives each call's hop the
+// credential its target's downstream_token mode asks for — a token the [KeyRing] mints for
+// that hop (scopes narrowed to what the policy rule requires), the caller's own, or none.
 package auth

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/auth/approval"
 	"github.com/gatehouse-dev/gatehouse/state"
 )
 
@@ -87,13 +88,13 @@ func (ts *testServer) adminDo(method, params string) response {
 }
 
 // approvals lists the approvals, with the decided ones.
-func (ts *testServer) approvals() approvalList {
+func (ts *testServer) approvals() approval.List {
 	ts.t.Helper()
-	r := ts.adminDo(methodApprovalsList, `{"include_decided":true}`)
+	r := ts.adminDo(approval.MethodList, `{"include_decided":true}`)
 	if r.Error != nil {
 		ts.t.Fatalf("list: %+v", r.Error)
 	}
-	var l approvalList
+	var l approval.List
 	if err := json.Unmarshal(r.Result, &l); err != nil {
 		ts.t.Fatal(err)
 	}
@@ -101,15 +102,15 @@ func (ts *testServer) approvals() approvalList {
 }
 
 // waitPending waits until n approvals are pending and returns them.
-func (ts *testServer) waitPending(n int) []approvalRecord {
+func (ts *testServer) waitPending(n int) []approval.Record {
 	ts.t.Helper()
-	var got []approvalRecord
+	var got []approval.Record
 	waitFor(ts.t, func() bool { got = ts.approvals().Pending; return len(got) == n })
 	return got
 }
 
 // decided returns the audit record of id.
-func (ts *testServer) decided(id string) approvalRecord {
+func (ts *testServer) decided(id string) approval.Record {
 	ts.t.Helper()
 	for _, r := range ts.approvals().Decided {
 		if r.ID == id {
@@ -117,7 +118,7 @@ func (ts *testServer) decided(id string) approvalRecord {
 		}
 	}
 	ts.t.Fatalf("no audit record for %s", id)
-	return approvalRecord{}
+	return approval.Record{}
 }
 
 // callAsync posts body to the boundary under ctx, with headers, and delivers the response
@@ -160,7 +161,7 @@ func receive(t *testing.T, ch <-chan string) string {
 func TestApprovalDecisions(t *testing.T) {
 	clock := &testClock{}
 	ts := startApprovals(t, `[read, admin.approvals]`, fastApprovals, clock, nil)
-	wantDigest, err := callDigest("subtract", []byte(`{"minuend":42,"subtrahend":23}`))
+	wantDigest, err := approval.Digest("subtract", []byte(`{"minuend":42,"subtrahend":23}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,32 +169,32 @@ func TestApprovalDecisions(t *testing.T) {
 		name       string
 		decide     func(id string)
 		wantResult string
-		wantStatus approvalStatus
+		wantStatus approval.Status
 		wantBy     string
 		wantNote   string
 	}{
 		{"approved: the held call runs", func(id string) {
-			if r := ts.adminDo(methodApprovalsApprove, fmt.Sprintf(`{"id":%q,"note":"ticket 42"}`, id)); r.Error != nil {
+			if r := ts.adminDo(approval.MethodApprove, fmt.Sprintf(`{"id":%q,"note":"ticket 42"}`, id)); r.Error != nil {
 				t.Fatalf("approve: %+v", r.Error)
 			}
-		}, "19", approvalApproved, "anonymous", "ticket 42"},
+		}, "19", approval.Approved, "anonymous", "ticket 42"},
 		{"denied: 4003", func(id string) {
-			if r := ts.adminDo(methodApprovalsDeny, fmt.Sprintf(`{"id":%q,"reason":"not today"}`, id)); r.Error != nil {
+			if r := ts.adminDo(approval.MethodDeny, fmt.Sprintf(`{"id":%q,"reason":"not today"}`, id)); r.Error != nil {
 				t.Fatalf("deny: %+v", r.Error)
 			}
-		}, "", approvalDenied, "anonymous", "not today"},
-		{"timed out: 4003 expired", func(string) { clock.Advance(DefaultApprovalTimeout + time.Second) },
-			"", approvalExpired, approvalSystem, "timeout"},
+		}, "", approval.Denied, "anonymous", "not today"},
+		{"timed out: 4003 expired", func(string) { clock.Advance(approval.DefaultTimeout + time.Second) },
+			"", approval.Expired, approval.System, "timeout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			done := ts.callAsync(context.Background(), subtractCall)
 			p := ts.waitPending(1)[0]
 			if p.Digest != wantDigest || p.Method != "subtract" || p.Rule != "destroy" || p.Mutation != "DESTRUCTIVE" ||
-				p.Caller != "anonymous" || p.Zone != "external" || p.Status != approvalPending {
+				p.Caller != "anonymous" || p.Zone != "external" || p.Status != approval.Pending {
 				t.Fatalf("pending record %+v", p)
 			}
-			if got, want := p.Expires.Sub(p.Created), DefaultApprovalTimeout; got != want {
+			if got, want := p.Expires.Sub(p.Created), approval.DefaultTimeout; got != want {
 				t.Errorf("expires after %v, want %v", got, want)
 			}
 			tt.decide(p.ID)
@@ -232,7 +233,7 @@ func TestApprovalCallDeadlineFirst(t *testing.T) {
 		t.Fatalf("got %+v, want DEADLINE_EXCEEDED", r.Error)
 	}
 	waitFor(t, func() bool { return len(ts.approvals().Pending) == 0 })
-	if a := ts.decided(p.ID); a.Status != approvalExpired || a.Note != "call deadline" {
+	if a := ts.decided(p.ID); a.Status != approval.Expired || a.Note != "call deadline" {
 		t.Errorf("audit record %+v", a)
 	}
 }
@@ -247,11 +248,11 @@ func TestApprovalWithdrawnWhenCallerLeaves(t *testing.T) {
 		t.Fatalf("a cancelled request got %q", got)
 	}
 	waitFor(t, func() bool { return len(ts.approvals().Pending) == 0 })
-	if a := ts.decided(p.ID); a.Status != approvalWithdrawn || a.DecidedBy != approvalSystem {
+	if a := ts.decided(p.ID); a.Status != approval.Withdrawn || a.DecidedBy != approval.System {
 		t.Errorf("audit record %+v", a)
 	}
-	r := ts.adminDo(methodApprovalsApprove, fmt.Sprintf(`{"id":%q}`, p.ID))
-	if r.Error == nil || r.Error.Data["status"] != string(approvalWithdrawn) {
+	r := ts.adminDo(approval.MethodApprove, fmt.Sprintf(`{"id":%q}`, p.ID))
+	if r.Error == nil || r.Error.Data["status"] != string(approval.Withdrawn) {
 		t.Errorf("approving a withdrawn approval: %+v", r.Error)
 	}
 }
@@ -265,10 +266,10 @@ func TestApprovalMaxPending(t *testing.T) {
 	if r.Error == nil || r.Error.Code != 5002 || r.Error.Data["reason"] != "max_pending" || r.Error.Data["retry_after_ms"] == nil {
 		t.Fatalf("past max_pending: got %+v, want 5002 max_pending", r.Error)
 	}
-	ts.adminDo(methodApprovalsDeny, fmt.Sprintf(`{"id":%q}`, held[0].ID))
+	ts.adminDo(approval.MethodDeny, fmt.Sprintf(`{"id":%q}`, held[0].ID))
 	third := ts.callAsync(context.Background(), subtractCall) // one below the limit again: held
 	for _, p := range ts.waitPending(2) {
-		ts.adminDo(methodApprovalsApprove, fmt.Sprintf(`{"id":%q}`, p.ID))
+		ts.adminDo(approval.MethodApprove, fmt.Sprintf(`{"id":%q}`, p.ID))
 	}
 	results := map[string]int{}
 	for _, ch := range []<-chan string{first, second, third} {
@@ -289,7 +290,7 @@ func TestApprovalAdminErrors(t *testing.T) {
 	ts := startApprovals(t, `[read, admin.approvals]`, fastApprovals, nil, nil)
 	done := ts.callAsync(context.Background(), subtractCall)
 	id := ts.waitPending(1)[0].ID
-	if r := ts.adminDo(methodApprovalsApprove, fmt.Sprintf(`{"id":%q}`, id)); r.Error != nil {
+	if r := ts.adminDo(approval.MethodApprove, fmt.Sprintf(`{"id":%q}`, id)); r.Error != nil {
 		t.Fatalf("approve: %+v", r.Error)
 	}
 	if r := decodeOne(t, receive(t, done)); string(r.Result) != "19" {
@@ -302,16 +303,16 @@ func TestApprovalAdminErrors(t *testing.T) {
 		wantCode int
 		wantData map[string]any
 	}{
-		{"unknown id", methodApprovalsApprove, `{"id":"NOPE"}`, -32602, map[string]any{"reason": "unknown_id"}},
-		{"double approve", methodApprovalsApprove, fmt.Sprintf(`{"id":%q}`, id), -32602,
+		{"unknown id", approval.MethodApprove, `{"id":"NOPE"}`, -32602, map[string]any{"reason": "unknown_id"}},
+		{"double approve", approval.MethodApprove, fmt.Sprintf(`{"id":%q}`, id), -32602,
 			map[string]any{"reason": "already_decided", "status": "approved"}},
-		{"deny after approve", methodApprovalsDeny, fmt.Sprintf(`{"id":%q,"reason":"late"}`, id), -32602,
+		{"deny after approve", approval.MethodDeny, fmt.Sprintf(`{"id":%q,"reason":"late"}`, id), -32602,
 			map[string]any{"reason": "already_decided", "status": "approved"}},
-		{"missing id", methodApprovalsDeny, `{}`, -32602, map[string]any{"param": "id"}},
-		{"id of the wrong type", methodApprovalsApprove, `{"id":5}`, -32602, map[string]any{"param": "id"}},
-		{"case-variant member", methodApprovalsApprove, fmt.Sprintf(`{"ID":%q}`, id), -32602, map[string]any{"problem": "unknown member"}},
-		{"note on deny", methodApprovalsDeny, fmt.Sprintf(`{"id":%q,"note":"x"}`, id), -32602, map[string]any{"problem": "unknown member"}},
-		{"bad list flag", methodApprovalsList, `{"include_decided":"yes"}`, -32602, map[string]any{"param": "include_decided"}},
+		{"missing id", approval.MethodDeny, `{}`, -32602, map[string]any{"param": "id"}},
+		{"id of the wrong type", approval.MethodApprove, `{"id":5}`, -32602, map[string]any{"param": "id"}},
+		{"case-variant member", approval.MethodApprove, fmt.Sprintf(`{"ID":%q}`, id), -32602, map[string]any{"problem": "unknown member"}},
+		{"note on deny", approval.MethodDeny, fmt.Sprintf(`{"id":%q,"note":"x"}`, id), -32602, map[string]any{"problem": "unknown member"}},
+		{"bad list flag", approval.MethodList, `{"include_decided":"yes"}`, -32602, map[string]any{"param": "include_decided"}},
 		{"unknown admin method", "admin.approvals.purge", `{}`, -32601, nil},
 	}
 	for _, tt := range tests {
@@ -383,7 +384,7 @@ func TestApprovalForNonIdempotentWrite(t *testing.T) {
 				if p.Mutation != "NON_IDEMPOTENT_WRITE" {
 					t.Errorf("mutation %q", p.Mutation)
 				}
-				ts.adminDo(methodApprovalsApprove, fmt.Sprintf(`{"id":%q}`, p.ID))
+				ts.adminDo(approval.MethodApprove, fmt.Sprintf(`{"id":%q}`, p.ID))
 			}
 			if r := decodeOne(t, receive(t, done)); r.Error != nil {
 				t.Fatalf("update: %+v", r.Error)
@@ -405,40 +406,11 @@ func TestApprovalAcrossReplicas(t *testing.T) {
 	b := startApprovals(t, `[read, admin.approvals]`, fastApprovals, nil, kv)
 	done := a.callAsync(context.Background(), subtractCall)
 	p := b.waitPending(1)[0]
-	if r := b.adminDo(methodApprovalsApprove, fmt.Sprintf(`{"id":%q}`, p.ID)); r.Error != nil {
+	if r := b.adminDo(approval.MethodApprove, fmt.Sprintf(`{"id":%q}`, p.ID)); r.Error != nil {
 		t.Fatalf("approve on the other replica: %+v", r.Error)
 	}
 	if r := decodeOne(t, receive(t, done)); string(r.Result) != "19" {
 		t.Fatalf("held call on replica a: %+v", r)
-	}
-}
-
-func TestCallDigest(t *testing.T) {
-	tests := []struct {
-		name   string
-		a, b   string
-		params [2]string
-		same   bool
-	}{
-		{"key order and whitespace", "m", "m", [2]string{`{"a":1,"b":[1, 2]}`, `{ "b":[1,2],"a":1.0}`}, true},
-		{"absent params are null", "m", "m", [2]string{``, `null`}, true},
-		{"different params", "m", "m", [2]string{`[1]`, `[2]`}, false},
-		{"different method", "m", "n", [2]string{`[1]`, `[1]`}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			x, err := callDigest(tt.a, []byte(tt.params[0]))
-			if err != nil {
-				t.Fatal(err)
-			}
-			y, err := callDigest(tt.b, []byte(tt.params[1]))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if (x == y) != tt.same || len(x) != 64 {
-				t.Errorf("digests %s, %s; want same=%v", x, y, tt.same)
-			}
-		})
 	}
 }
 
@@ -447,15 +419,15 @@ func TestApprovalsConfig(t *testing.T) {
 		name    string
 		section string
 		wantErr string
-		want    ApprovalsConfig
+		want    approval.Config
 	}{
-		{"defaults", "", "", ApprovalsConfig{Timeout: 5 * time.Minute, MaxPending: 1000, PollInterval: 250 * time.Millisecond,
+		{"defaults", "", "", approval.Config{Timeout: 5 * time.Minute, MaxPending: 1000, PollInterval: 250 * time.Millisecond,
 			AdminScope: "admin.approvals", AuditTTL: 720 * time.Hour}},
 		{"set", "approvals: {timeout: 1m, max_pending: 3, poll_interval: 1s, admin_scope: ops, audit_ttl: 24h}", "",
-			ApprovalsConfig{Timeout: time.Minute, MaxPending: 3, PollInterval: time.Second, AdminScope: "ops", AuditTTL: 24 * time.Hour}},
-		{"poll not shorter than timeout", "approvals: {timeout: 1s, poll_interval: 1s}", "approvals.poll_interval", ApprovalsConfig{}},
-		{"max_pending too large", "approvals: {max_pending: 10001}", "max_pending", ApprovalsConfig{}},
-		{"unknown key", "approvals: {timout: 1m}", "timout", ApprovalsConfig{}},
+			approval.Config{Timeout: time.Minute, MaxPending: 3, PollInterval: time.Second, AdminScope: "ops", AuditTTL: 24 * time.Hour}},
+		{"poll not shorter than timeout", "approvals: {timeout: 1s, poll_interval: 1s}", "approvals.poll_interval", approval.Config{}},
+		{"max_pending too large", "approvals: {max_pending: 10001}", "max_pending", approval.Config{}},
+		{"unknown key", "approvals: {timout: 1m}", "timout", approval.Config{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

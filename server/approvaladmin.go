@@ -2,11 +2,10 @@ package server
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"net/http"
-	"slices"
 
+	"github.com/gatehouse-dev/gatehouse/auth"
+	"github.com/gatehouse-dev/gatehouse/auth/approval"
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
@@ -14,20 +13,10 @@ import (
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
-// Methods of the admin JSON-RPC API (POST /rpc on the admin listener). The boundary never
-// routes them: they exist on the admin listener only.
-const (
-	methodApprovalsList    = "admin.approvals.list"
-	methodApprovalsApprove = "admin.approvals.approve"
-	methodApprovalsDeny    = "admin.approvals.deny"
-)
-
 // adminCall is one admin JSON-RPC request being served.
 type adminCall struct {
-	store     approvalStore
-	principal gateway.Principal
-	scope     string
-	revoke    *revocationAdmin // admin.revocations.* (revokeadmin.go)
+	approvals *approval.Admin       // admin.approvals.* (auth/approval)
+	revoke    *auth.RevocationAdmin // admin.revocations.* (auth)
 }
 
 // handleAdminRPC serves POST /rpc on the admin listener: the caller is authenticated with
@@ -55,10 +44,8 @@ func (s *Server) handleAdminRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ac := &adminCall{
-		store:     newApprovalStore(s.kv, rt.cfg.Approvals, rt.now, rt.log),
-		principal: principal,
-		scope:     rt.cfg.Approvals.AdminScope,
-		revoke:    &revocationAdmin{list: s.revocations, principal: principal},
+		approvals: approval.NewAdmin(approval.NewStore(s.kv, rt.cfg.Approvals, rt.now, rt.log), principal, rt.cfg.Approvals.AdminScope),
+		revoke:    auth.NewRevocationAdmin(s.revocations, principal),
 	}
 	faces.WriteResponse(w, s.log, ac.serve(r.Context(), body, rt.limits, traceID), faces.EncodingJSON, traceID)
 }
@@ -99,110 +86,12 @@ func (ac *adminCall) serve(ctx context.Context, body []byte, lim jsonrpc.Limits,
 
 // run answers one admin request with its result's JSON.
 func (ac *adminCall) run(ctx context.Context, req *jsonrpc.Request) ([]byte, error) {
-	if isRevocationMethod(req.Method) {
-		return ac.revoke.run(ctx, req) // its own scope, auth.revocation.admin_scope
-	}
-	switch req.Method {
-	case methodApprovalsList, methodApprovalsApprove, methodApprovalsDeny:
+	switch {
+	case auth.IsRevocationMethod(req.Method):
+		return ac.revoke.Run(ctx, req.Method, req.Params) // its own scope, auth.revocation.admin_scope
+	case approval.IsAdminMethod(req.Method):
+		return ac.approvals.Run(ctx, req.Method, req.Params)
 	default:
 		return nil, gateway.Errorf(schemas.CodeMethodNotFound, "Method not found")
 	}
-	if !slices.Contains(ac.principal.Scopes, ac.scope) {
-		return nil, gateway.NewError(schemas.CodeInsufficientScope).With("missing_scopes", []string{ac.scope})
-	}
-	var v any
-	var err error
-	switch req.Method {
-	case methodApprovalsList:
-		v, err = ac.list(ctx, req.Params)
-	case methodApprovalsApprove:
-		v, err = ac.decide(ctx, req.Params, approvalApproved, "note")
-	default:
-		v, err = ac.decide(ctx, req.Params, approvalDenied, "reason")
-	}
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(v)
-}
-
-// approvalList is the result of admin.approvals.list.
-type approvalList struct {
-	Pending []approvalRecord `json:"pending"`
-	// Decided holds the recent decisions, newest first, when include_decided was true.
-	Decided []approvalRecord `json:"decided,omitempty"`
-}
-
-// list serves admin.approvals.list {include_decided?}.
-func (ac *adminCall) list(ctx context.Context, params []byte) (*approvalList, error) {
-	p, err := adminParams(params, "include_decided")
-	if err != nil {
-		return nil, err
-	}
-	var include bool
-	if raw, ok := p["include_decided"]; ok {
-		if err := json.Unmarshal(raw, &include); err != nil {
-			return nil, invalidAdminParam("include_decided", "must be a boolean")
-		}
-	}
-	out := &approvalList{}
-	if out.Pending, err = ac.store.pending(ctx); err != nil {
-		return nil, gateway.AsError(err)
-	}
-	if include {
-		if out.Decided, err = ac.store.decided(ctx); err != nil {
-			return nil, gateway.AsError(err)
-		}
-	}
-	return out, nil
-}
-
-// decide serves admin.approvals.approve {id, note?} and admin.approvals.deny {id, reason?}.
-func (ac *adminCall) decide(ctx context.Context, params []byte, status approvalStatus, noteKey string) (*approvalRecord, error) {
-	p, err := adminParams(params, "id", noteKey)
-	if err != nil {
-		return nil, err
-	}
-	var id, note string
-	if json.Unmarshal(p["id"], &id) != nil || id == "" {
-		return nil, invalidAdminParam("id", "must be a non-empty string")
-	}
-	if raw, ok := p[noteKey]; ok && json.Unmarshal(raw, &note) != nil {
-		return nil, invalidAdminParam(noteKey, "must be a string")
-	}
-	rec, err := ac.store.decide(ctx, id, status, ac.principal.Subject, note)
-	if de, ok := errors.AsType[*approvalDecidedError](err); ok {
-		return nil, gateway.Errorf(schemas.CodeInvalidParams, "Approval already %s", de.Status).
-			With("reason", "already_decided").With("status", string(de.Status)).With("approval_id", id)
-	}
-	switch {
-	case errors.Is(err, errApprovalUnknown):
-		return nil, gateway.Errorf(schemas.CodeInvalidParams, "Unknown approval id").With("reason", "unknown_id").With("approval_id", id)
-	case err != nil:
-		return nil, gateway.AsError(err)
-	case rec.Status != status: // its time ran out before the decision
-		return nil, gateway.Errorf(schemas.CodeInvalidParams, "Approval already %s", rec.Status).
-			With("reason", "already_decided").With("status", string(rec.Status)).With("approval_id", id)
-	}
-	return &rec, nil
-}
-
-// adminParams decodes params as an object whose member names are exactly among allowed
-// (case-sensitive; jsonrpc.Decode has already refused duplicate names).
-func adminParams(params []byte, allowed ...string) (map[string]json.RawMessage, error) {
-	p := map[string]json.RawMessage{}
-	if len(params) > 0 && json.Unmarshal(params, &p) != nil {
-		return nil, gateway.Errorf(schemas.CodeInvalidParams, "params must be an object")
-	}
-	for k := range p {
-		if !slices.Contains(allowed, k) {
-			return nil, gateway.Errorf(schemas.CodeInvalidParams, "Invalid params").
-				With("problem", "unknown member").With("allowed", allowed)
-		}
-	}
-	return p, nil
-}
-
-func invalidAdminParam(name, problem string) *gateway.Error {
-	return gateway.Errorf(schemas.CodeInvalidParams, "Invalid params").With("param", name).With("problem", problem)
 }

@@ -15,6 +15,7 @@ import (
 // pipelineParams are what one configuration's pipeline is built from.
 type pipelineParams struct {
 	cfg   *Config
+	pol   runtimePolicy // the configuration's compiled policy
 	table *routing.Table
 	now   func() time.Time
 	// kv is the process's state store (rate-limit buckets, idempotency records and pending
@@ -69,13 +70,16 @@ func pipeline(p pipelineParams) (gateway.Handler, built) {
 		observability.CountRateLimits(resilience.NewRateLimitStage(cfg.RateLimits, p.kv, p.now, p.log), m),
 		// route: method → target, or METHOD_NOT_FOUND.
 		p.table.Route,
-		// policy: zone → rule → scopes → condition (auth/policy); refuses with 4002
+		// policy: zone → rule → scopes → condition (auth/policy.NewStage), on what the
+		// routed target says the call reaches (gateway.ReachOf); refuses with 4002
 		// (missing scopes) or 4000, and records the decision — approval needed or not —
-		// in the context for the approval stage. Traced, its time is the span "policy".
-		observability.StageSpan(traced, "policy", cfg.policyChainStage()),
+		// in the context for the approval stage. A policy that does not compile refuses
+		// every call (policy.NewRefusingStage). Nil without policy. Traced, its time is the
+		// span "policy".
+		observability.StageSpan(traced, "policy", p.pol.stage()),
 		// approval: a call whose decision needs approval waits, held in the state store,
-		// until an operator approves it (it runs), denies it or it expires (4003); in the
-		// chain whenever the policy stage is.
+		// until an operator approves it (it runs), denies it or it expires (4003)
+		// (auth/approval.NewStage); in the chain whenever the policy stage is.
 		cfg.approvalChainStage(p.kv, p.now, p.log),
 		// idempotency: strips params.idempotency_key; a state-changing call (changesState)
 		// with one runs once per caller, method and key — repeats replay its kept success or
@@ -102,7 +106,8 @@ func pipeline(p pipelineParams) (gateway.Handler, built) {
 		observability.BreakerEvents(traced, parts.breakers.Middleware(gateway.BackendOf)),
 		// hop token: the credential the target sends its backend — a token minted for this
 		// hop (caller's scopes ∩ the rule's, aud = the target, lifetime ≤ the deadline), the
-		// caller's own (passthrough) or none, as the target's downstream_token says.
-		hopTokens(p.ring, m),
+		// caller's own (passthrough) or none, as the target's downstream_token says
+		// (auth.NewHopTokenStage); each token minted counts in gatehouse_tokens_minted_total.
+		auth.NewHopTokenStage(p.ring, m.TokenMinted),
 	), parts
 }

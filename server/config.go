@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/auth"
+	"github.com/gatehouse-dev/gatehouse/auth/approval"
 	"github.com/gatehouse-dev/gatehouse/auth/policy"
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/configs"
@@ -46,9 +47,9 @@ type Config struct {
 	// Policy is the authorization policy (auth/policy); absent, the policy stage is not in
 	// the chain.
 	Policy *policy.Config `yaml:"policy" json:"policy,omitempty"`
-	// Approvals governs calls the policy holds for a human's approval (approval.go); it
+	// Approvals governs calls the policy holds for a human's approval (auth/approval); it
 	// takes effect whenever Policy is set, with defaults when absent.
-	Approvals ApprovalsConfig `yaml:"approvals" json:"approvals,omitzero"`
+	Approvals approval.Config `yaml:"approvals" json:"approvals,omitzero"`
 	// RateLimits are token buckets per caller, method pattern and tier
 	// (resilience/ratelimit.go); absent, the rate-limit stage is not in the chain.
 	RateLimits *resilience.RateLimitConfig `yaml:"rate_limits" json:"rate_limits,omitempty"`
@@ -72,8 +73,6 @@ type Config struct {
 
 	// file is where the configuration was read from ("" for the embedded default).
 	file string
-	// policy is Policy compiled by validate, so a reload builds it once, beside the old one.
-	policy *policy.Engine
 }
 
 // ServerConfig is the server section: listeners and process lifecycle. Listener settings
@@ -176,7 +175,7 @@ func (c *Config) applyDefaults() {
 	}
 	c.SSE = c.SSE.WithDefaults()
 	c.Deadline = c.Deadline.WithDefaults()
-	c.Approvals = c.Approvals.withDefaults()
+	c.Approvals = c.Approvals.WithDefaults()
 }
 
 func setDefault[T comparable](p *T, def T) {
@@ -187,8 +186,8 @@ func setDefault[T comparable](p *T, def T) {
 }
 
 // validate makes the checks the schema cannot: relations between fields and values that
-// must parse.
-func (c *Config) validate(doc *config.Document) config.ErrorList {
+// must parse. What it compiles on the way (the policy) is returned for the runtime.
+func (c *Config) validate(doc *config.Document) (compiled, config.ErrorList) {
 	var errs config.ErrorList
 	bad := func(path, format string, args ...any) {
 		errs = append(errs, doc.Errorf(path, format, args...))
@@ -246,15 +245,18 @@ func (c *Config) validate(doc *config.Document) config.ErrorList {
 	if err := c.Auth.Validate(); err != nil {
 		bad("auth", "%v", err)
 	}
-	for _, p := range c.compilePolicy() {
+	var parts compiled
+	var policyErrs []policy.ConfigError
+	parts.policy, policyErrs = c.compilePolicy()
+	for _, p := range policyErrs {
 		bad(p.Path, "%s", p.Msg)
 	}
-	errs = append(errs, c.Approvals.validate(doc)...)
+	errs = append(errs, c.validateApprovals(doc)...)
 	errs = append(errs, c.validateResilience(doc)...)
 	if err := c.Routing.Validate(); err != nil {
 		bad("routing", "%v", err)
 	}
-	return errs
+	return parts, errs
 }
 
 // Load reads, interpolates, validates and decodes the configuration file at path. On
@@ -284,21 +286,27 @@ func Default() (*Config, error) {
 // of the auth section resolve against its directory (against the working directory when
 // file is "", as for the embedded default).
 func Parse(file string, data []byte) (*Config, error) {
+	cfg, _, err := parse(file, data)
+	return cfg, err
+}
+
+// parse is Parse, also returning what validating the configuration compiled.
+func parse(file string, data []byte) (*Config, *compiled, error) {
 	name := file
 	if name == "" {
 		name = "<embedded>"
 	}
 	doc, err := config.Parse(name, data, os.LookupEnv)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	schema, err := configSchema()
 	if err != nil {
-		return nil, fmt.Errorf("compiling schemas/config.schema.json: %w", err)
+		return nil, nil, fmt.Errorf("compiling schemas/config.schema.json: %w", err)
 	}
 	var cfg Config
 	if err := doc.Decode(schema, &cfg); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if file != "" { // relative paths name files beside the configuration file
 		cfg.Auth = cfg.Auth.WithBaseDir(filepath.Dir(file))
@@ -307,11 +315,12 @@ func Parse(file string, data []byte) (*Config, error) {
 		}
 	}
 	cfg.applyDefaults()
-	if errs := cfg.validate(doc); len(errs) > 0 {
-		return nil, errs
+	parts, errs := cfg.validate(doc)
+	if len(errs) > 0 {
+		return nil, nil, errs
 	}
 	cfg.file = file
-	return &cfg, nil
+	return &cfg, &parts, nil
 }
 
 // WatchEnabled reports whether the configuration file should be watched for changes.

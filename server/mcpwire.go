@@ -39,7 +39,7 @@ func (r mcpRuntime) Table() *routing.Table { return r.table }
 
 // Visibility implements mcpface.Runtime.
 func (r mcpRuntime) Visibility() mcpface.Visibility {
-	return mcpVisibility{newVisibility(r.cfg, r.table)}
+	return mcpVisibility{newVisibility(r.policy, r.table)}
 }
 
 // WriteTimeout implements mcpface.Runtime.

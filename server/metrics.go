@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/gatehouse-dev/gatehouse/auth/approval"
 	mcpface "github.com/gatehouse-dev/gatehouse/faces/mcp"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
@@ -103,7 +104,7 @@ const scrapeStoreTimeout = 2 * time.Second
 func (s *Server) approvalsPending(rt *runtime) int {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeStoreTimeout)
 	defer cancel()
-	recs, err := newApprovalStore(s.kv, rt.cfg.Approvals, rt.now, rt.log).pending(ctx)
+	recs, err := approval.NewStore(s.kv, rt.cfg.Approvals, rt.now, rt.log).Pending(ctx)
 	if err != nil {
 		s.log.Warn("metrics: reading pending approvals", "err", err)
 		return -1

@@ -216,7 +216,7 @@ func (rt *runtime) routeNekte(svc *nekteCore) error {
 	}
 	rt.catalog = reg
 	route := &nekteRoute{nekteCore: svc, catalog: reg, endpoint: cfg.Endpoint, auth: cardAuth(rt.cfg.Auth),
-		visibility: newVisibility(rt.cfg, rt.table)}
+		visibility: newVisibility(rt.policy, rt.table)}
 	methods, _ := svc.svc.Routes()
 	for _, m := range methods {
 		if err := rt.table.Add(m, route); err != nil {
@@ -361,4 +361,15 @@ func (c nekteCatalog) Observe(id string, d time.Duration, tokens int) {
 	if reg != nil {
 		reg.Observe(id, d, tokens)
 	}
+}
+
+// What NEKTE calls reach (policy subjects, metric labels): the service itself.
+
+var _ gateway.Describer = (*nekteCore)(nil)
+
+// Reaches implements gateway.Describer: every call of the service (and of a nekteRoute,
+// which carries it) reaches NEKTE; a capability's own call goes through the pipeline again
+// and is described by the target it reaches.
+func (n *nekteCore) Reaches(*gateway.Call, bool) gateway.Reach {
+	return gateway.Reach{Kind: gateway.ReachNekte}
 }

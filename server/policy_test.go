@@ -198,8 +198,8 @@ func TestPolicyConfigErrors(t *testing.T) {
 			}
 		})
 	}
-	cfg, err := Parse("p.yaml", []byte("policy:\n  default: allow\n  rules:\n    - {match: {mcp_tool: 'files/*'}, scopes: [files], when: 'params.path != \"/\"'}\n"))
-	if err != nil || cfg.policy == nil {
-		t.Fatalf("a valid policy: %v (compiled: %v)", err, cfg != nil && cfg.policy != nil)
+	_, pre, err := parse("p.yaml", []byte("policy:\n  default: allow\n  rules:\n    - {match: {mcp_tool: 'files/*'}, scopes: [files], when: 'params.path != \"/\"'}\n"))
+	if err != nil || pre.policy == nil {
+		t.Fatalf("a valid policy: %v (compiled: %v)", err, pre != nil && pre.policy != nil)
 	}
 }

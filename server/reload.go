@@ -23,12 +23,14 @@ import (
 func (s *Server) Reload(cfg *Config) error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
-	err := s.reloadLocked(cfg)
+	err := s.reloadLocked(cfg, nil)
 	s.metrics.ConfigReloaded(err == nil)
 	return err
 }
 
-func (s *Server) reloadLocked(cfg *Config) error {
+// reloadLocked is Reload with reloadMu held; pre is what validating cfg compiled (nil:
+// compile it now).
+func (s *Server) reloadLocked(cfg *Config, pre *compiled) error {
 	tr, err := s.tracingFor(cfg) // the current provider unless the tracing section changed
 	if err != nil {
 		return fmt.Errorf("building configuration: %w", err)
@@ -36,7 +38,7 @@ func (s *Server) reloadLocked(cfg *Config) error {
 	if s.demoLn != nil && demoOnFreePort(cfg) {
 		pointDemoRoutes(cfg, cfg.Server.DemoGRPC.Addr, s.demoLn.Addr().String())
 	}
-	rt, err := buildRuntime(cfg, s.log, s.opts.Now, s.opts.Targets, s.kv, s.KeyRing, s.revocations, s.metrics)
+	rt, err := buildRuntime(cfg, pre, s.log, s.opts.Now, s.opts.Targets, s.kv, s.KeyRing, s.revocations, s.metrics)
 	if err != nil {
 		tr.drop()
 		return fmt.Errorf("building configuration: %w", err)
@@ -103,10 +105,10 @@ func (s *Server) reloadFile(path string, force bool) (err error) {
 		s.log.Error("configuration reload refused: the file is empty (a write in progress?); the current configuration keeps serving", "file", path)
 		return fmt.Errorf("%s: refusing to reload an empty configuration file", path)
 	}
-	cfg, err := Parse(path, data)
+	cfg, pre, err := parse(path, data)
 	if err == nil {
 		s.opts.Overrides.Apply(cfg)
-		err = s.reloadLocked(cfg)
+		err = s.reloadLocked(cfg, pre)
 	}
 	if err != nil {
 		s.log.Error("configuration reload refused; the current configuration keeps serving", "file", path, "err", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/auth"
+	"github.com/gatehouse-dev/gatehouse/auth/approval"
 	"github.com/gatehouse-dev/gatehouse/state"
 )
 
@@ -127,7 +128,7 @@ func TestRevokeByJTI(t *testing.T) {
 
 	wantRevoked(t, ts, "Authorization", bearer, false)
 	var rec auth.Revocation
-	res := ts.ops(methodRevocationsAdd, fmt.Sprintf(`{"jti":"t-1","expires_at":%d,"reason":"laptop stolen"}`, exp))
+	res := ts.ops(auth.MethodRevocationsAdd, fmt.Sprintf(`{"jti":"t-1","expires_at":%d,"reason":"laptop stolen"}`, exp))
 	if err := json.Unmarshal(res, &rec); err != nil {
 		t.Fatal(err)
 	}
@@ -137,8 +138,8 @@ func TestRevokeByJTI(t *testing.T) {
 	wantRevoked(t, ts, "Authorization", bearer, true)       // at once, on this replica
 	wantRevoked(t, ts, "Authorization", otherBearer, false) // another token of alice
 
-	var list revocationList
-	if err := json.Unmarshal(ts.ops(methodRevocationsList, `{}`), &list); err != nil {
+	var list auth.RevocationList
+	if err := json.Unmarshal(ts.ops(auth.MethodRevocationsList, `{}`), &list); err != nil {
 		t.Fatal(err)
 	}
 	if len(list.Revocations) != 1 || list.Revocations[0].JTI != "t-1" || list.MaxEntries != auth.DefaultRevocationMaxEntries {
@@ -152,7 +153,7 @@ func TestRevokeByJTI(t *testing.T) {
 		t.Error("the token is in the logs")
 	}
 
-	ts.ops(methodRevocationsRemove, `{"jti":"t-1"}`)
+	ts.ops(auth.MethodRevocationsRemove, `{"jti":"t-1"}`)
 	wantRevoked(t, ts, "Authorization", bearer, false)
 	if !strings.Contains(ts.logs.String(), "msg=\"revocation removed\"") {
 		t.Errorf("no audit line for the removal:\n%s", ts.logs.String())
@@ -165,15 +166,15 @@ func TestRevokeBySubject(t *testing.T) {
 	t2, _ := jtiToken(t, "alice", "t-2")
 	bob, _ := jtiToken(t, "bob", "t-3")
 
-	ts.ops(methodRevocationsAdd, `{"sub":"alice","ttl":"1h","reason":"left the company"}`)
-	ts.ops(methodRevocationsAdd, `{"sub":"batch"}`) // an API key, by its name; default ttl
+	ts.ops(auth.MethodRevocationsAdd, `{"sub":"alice","ttl":"1h","reason":"left the company"}`)
+	ts.ops(auth.MethodRevocationsAdd, `{"sub":"batch"}`) // an API key, by its name; default ttl
 	wantRevoked(t, ts, "Authorization", "Bearer "+t1, true)
 	wantRevoked(t, ts, "Authorization", "Bearer "+t2, true)
 	wantRevoked(t, ts, "Authorization", "Bearer "+bob, false)
 	wantRevoked(t, ts, "X-API-Key", batchKey, true)
 
-	var list revocationList
-	if err := json.Unmarshal(ts.ops(methodRevocationsList, `{}`), &list); err != nil {
+	var list auth.RevocationList
+	if err := json.Unmarshal(ts.ops(auth.MethodRevocationsList, `{}`), &list); err != nil {
 		t.Fatal(err)
 	}
 	bySub := map[string]auth.Revocation{}
@@ -190,7 +191,7 @@ func TestRevokeBySubject(t *testing.T) {
 
 func TestRevocationAdminErrors(t *testing.T) {
 	ts := startRevocations(t, ", max_entries: 1, max_ttl: 2h", nil)
-	ts.ops(methodRevocationsAdd, `{"jti":"t-1","ttl":"1h"}`)
+	ts.ops(auth.MethodRevocationsAdd, `{"jti":"t-1","ttl":"1h"}`)
 	alice, _ := jtiToken(t, "alice", "t-9", "read")
 	tests := []struct {
 		name     string
@@ -200,28 +201,28 @@ func TestRevocationAdminErrors(t *testing.T) {
 		wantCode int
 		wantData map[string]any
 	}{
-		{"jti and sub", "", methodRevocationsAdd, `{"jti":"a","sub":"b"}`, -32602, map[string]any{"param": "jti"}},
-		{"neither", "", methodRevocationsAdd, `{"ttl":"1h"}`, -32602, map[string]any{"param": "jti"}},
-		{"empty jti", "", methodRevocationsAdd, `{"jti":""}`, -32602, map[string]any{"param": "jti"}},
-		{"sub not a string", "", methodRevocationsAdd, `{"sub":7}`, -32602, map[string]any{"param": "sub"}},
-		{"ttl not a duration", "", methodRevocationsAdd, `{"sub":"a","ttl":"soon"}`, -32602, map[string]any{"param": "ttl"}},
-		{"ttl a number", "", methodRevocationsAdd, `{"sub":"a","ttl":3600}`, -32602, map[string]any{"param": "ttl"}},
-		{"ttl zero", "", methodRevocationsAdd, `{"sub":"a","ttl":"0s"}`, -32602, map[string]any{"param": "ttl"}},
-		{"ttl over max_ttl", "", methodRevocationsAdd, `{"sub":"a","ttl":"3h"}`, -32602, map[string]any{"param": "ttl"}},
-		{"expires_at and ttl", "", methodRevocationsAdd, `{"sub":"a","ttl":"1h","expires_at":"2999-01-01T00:00:00Z"}`, -32602, map[string]any{"param": "ttl"}},
-		{"expires_at not a time", "", methodRevocationsAdd, `{"jti":"a","expires_at":"tomorrow"}`, -32602, map[string]any{"param": "expires_at"}},
-		{"expires_at in the past", "", methodRevocationsAdd, `{"jti":"a","expires_at":1000000000}`, -32602, map[string]any{"param": "expires_at"}},
-		{"expires_at past max_ttl", "", methodRevocationsAdd, `{"jti":"a","expires_at":"2999-01-01T00:00:00Z"}`, -32602, map[string]any{"param": "expires_at"}},
-		{"reason not a string", "", methodRevocationsAdd, `{"jti":"a","reason":["x"]}`, -32602, map[string]any{"param": "reason"}},
-		{"unknown member", "", methodRevocationsAdd, `{"jti":"a","JTI":"b"}`, -32602, map[string]any{"problem": "unknown member"}},
-		{"full", "", methodRevocationsAdd, `{"jti":"t-2"}`, 5002, map[string]any{"reason": "revocations_full", "max_entries": float64(1)}},
-		{"list with params", "", methodRevocationsList, `{"all":true}`, -32602, map[string]any{"problem": "unknown member"}},
-		{"remove what is not revoked", "", methodRevocationsRemove, `{"sub":"nobody"}`, -32602, map[string]any{"reason": "not_revoked"}},
-		{"remove with a ttl", "", methodRevocationsRemove, `{"jti":"t-1","ttl":"1h"}`, -32602, map[string]any{"problem": "unknown member"}},
+		{"jti and sub", "", auth.MethodRevocationsAdd, `{"jti":"a","sub":"b"}`, -32602, map[string]any{"param": "jti"}},
+		{"neither", "", auth.MethodRevocationsAdd, `{"ttl":"1h"}`, -32602, map[string]any{"param": "jti"}},
+		{"empty jti", "", auth.MethodRevocationsAdd, `{"jti":""}`, -32602, map[string]any{"param": "jti"}},
+		{"sub not a string", "", auth.MethodRevocationsAdd, `{"sub":7}`, -32602, map[string]any{"param": "sub"}},
+		{"ttl not a duration", "", auth.MethodRevocationsAdd, `{"sub":"a","ttl":"soon"}`, -32602, map[string]any{"param": "ttl"}},
+		{"ttl a number", "", auth.MethodRevocationsAdd, `{"sub":"a","ttl":3600}`, -32602, map[string]any{"param": "ttl"}},
+		{"ttl zero", "", auth.MethodRevocationsAdd, `{"sub":"a","ttl":"0s"}`, -32602, map[string]any{"param": "ttl"}},
+		{"ttl over max_ttl", "", auth.MethodRevocationsAdd, `{"sub":"a","ttl":"3h"}`, -32602, map[string]any{"param": "ttl"}},
+		{"expires_at and ttl", "", auth.MethodRevocationsAdd, `{"sub":"a","ttl":"1h","expires_at":"2999-01-01T00:00:00Z"}`, -32602, map[string]any{"param": "ttl"}},
+		{"expires_at not a time", "", auth.MethodRevocationsAdd, `{"jti":"a","expires_at":"tomorrow"}`, -32602, map[string]any{"param": "expires_at"}},
+		{"expires_at in the past", "", auth.MethodRevocationsAdd, `{"jti":"a","expires_at":1000000000}`, -32602, map[string]any{"param": "expires_at"}},
+		{"expires_at past max_ttl", "", auth.MethodRevocationsAdd, `{"jti":"a","expires_at":"2999-01-01T00:00:00Z"}`, -32602, map[string]any{"param": "expires_at"}},
+		{"reason not a string", "", auth.MethodRevocationsAdd, `{"jti":"a","reason":["x"]}`, -32602, map[string]any{"param": "reason"}},
+		{"unknown member", "", auth.MethodRevocationsAdd, `{"jti":"a","JTI":"b"}`, -32602, map[string]any{"problem": "unknown member"}},
+		{"full", "", auth.MethodRevocationsAdd, `{"jti":"t-2"}`, 5002, map[string]any{"reason": "revocations_full", "max_entries": float64(1)}},
+		{"list with params", "", auth.MethodRevocationsList, `{"all":true}`, -32602, map[string]any{"problem": "unknown member"}},
+		{"remove what is not revoked", "", auth.MethodRevocationsRemove, `{"sub":"nobody"}`, -32602, map[string]any{"reason": "not_revoked"}},
+		{"remove with a ttl", "", auth.MethodRevocationsRemove, `{"jti":"t-1","ttl":"1h"}`, -32602, map[string]any{"problem": "unknown member"}},
 		{"unknown method", "", "admin.revocations.purge", `{}`, -32601, nil},
-		{"without the admin scope", "Bearer " + alice, methodRevocationsList, `{}`, 4002,
+		{"without the admin scope", "Bearer " + alice, auth.MethodRevocationsList, `{}`, 4002,
 			map[string]any{"missing_scopes": []any{"admin.revocations"}}},
-		{"the approvals scope is another", "Bearer " + alice, methodApprovalsList, `{}`, 4002,
+		{"the approvals scope is another", "Bearer " + alice, approval.MethodList, `{}`, 4002,
 			map[string]any{"missing_scopes": []any{"admin.approvals"}}},
 	}
 	for _, tt := range tests {
@@ -243,7 +244,7 @@ func TestRevocationAdminErrors(t *testing.T) {
 		})
 	}
 	// The operator's own scope does not reach the approvals.
-	if r := ts.adminAs("X-API-Key", opsKey, methodApprovalsList, `{}`); r.Error == nil || r.Error.Code != 4002 {
+	if r := ts.adminAs("X-API-Key", opsKey, approval.MethodList, `{}`); r.Error == nil || r.Error.Code != 4002 {
 		t.Fatalf("approvals with the revocations scope: %+v", r.Error)
 	}
 }
@@ -275,10 +276,10 @@ func TestRevocationAcrossReplicas(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	a.ops(methodRevocationsAdd, `{"jti":"t-1","ttl":"1h"}`)
+	a.ops(auth.MethodRevocationsAdd, `{"jti":"t-1","ttl":"1h"}`)
 	wantRevoked(t, a, "Authorization", bearer, true)
 	t.Logf("b honoured the revocation after %s", within(true))
-	b.ops(methodRevocationsRemove, `{"jti":"t-1"}`)
+	b.ops(auth.MethodRevocationsRemove, `{"jti":"t-1"}`)
 	wantRevoked(t, b, "Authorization", bearer, false)
 	start := time.Now()
 	for {
@@ -298,7 +299,7 @@ func TestRevocationAcrossReplicas(t *testing.T) {
 func TestRevocationReload(t *testing.T) {
 	ts := startRevocations(t, "", nil)
 	tok, _ := jtiToken(t, "alice", "t-1")
-	ts.ops(methodRevocationsAdd, `{"jti":"t-1"}`)
+	ts.ops(auth.MethodRevocationsAdd, `{"jti":"t-1"}`)
 	cfg, err := Parse("test.yaml", []byte(strings.Replace(revocationYAML(t, ", admin_scope: ops.revoke"),
 		"scopes: [admin.revocations]", "scopes: [ops.revoke]", 1)))
 	if err != nil {
@@ -311,6 +312,6 @@ func TestRevocationReload(t *testing.T) {
 	if got := ts.Revocations().Config().AdminScope; got != "ops.revoke" {
 		t.Fatalf("admin scope after reload: %q", got)
 	}
-	ts.ops(methodRevocationsRemove, `{"jti":"t-1"}`)
+	ts.ops(auth.MethodRevocationsRemove, `{"jti":"t-1"}`)
 	wantRevoked(t, ts, "Authorization", "Bearer "+tok, false)
 }

@@ -47,20 +47,24 @@ type runtime struct {
 	// pipe is the faces' entry into this configuration (faceruntime.go), made once the
 	// tracer is known.
 	pipe *faces.Pipeline
+	// policy is the configuration's policy, compiled once: the policy stage and the
+	// catalogs' visibility (visibility.go) ask the same engine.
+	policy runtimePolicy
 
 	refs      atomic.Int64
 	retired   atomic.Bool
 	closeOnce sync.Once
 }
 
-// buildRuntime builds a runtime from cfg; extra targets (used by tests and embedders) are
-// routed beside the configured ones. The process's NEKTE service, when extra carries it,
+// buildRuntime builds a runtime from cfg, with what validating it compiled (pre; nil when
+// it was not validated here: then it is compiled now); extra targets (used by tests and
+// embedders) are routed beside the configured ones. The process's NEKTE service, when extra carries it,
 // is routed when cfg has a nekte section, with a capability catalog built from every
 // other target (routeNekte). kv is the process's state store, which the approval stage
 // keeps pending approvals in; ring returns the process's signing key ring (nil: none), which
 // mints the downstream tokens of the configuration's hops; rev is the process's revocation
 // list, which the authenticator consults; m are the process's metrics (nil: off).
-func buildRuntime(cfg *Config, log *slog.Logger, now func() time.Time, extra map[string]gateway.Target, kv state.KV, ring func() *auth.KeyRing, rev *auth.Revocations,
+func buildRuntime(cfg *Config, pre *compiled, log *slog.Logger, now func() time.Time, extra map[string]gateway.Target, kv state.KV, ring func() *auth.KeyRing, rev *auth.Revocations,
 	m *observability.Metrics) (*runtime, error) {
 	svc, extra := splitNekte(extra)
 	routes, err := newMCPRoutes(cfg.Routing.MCP)
@@ -83,7 +87,8 @@ func buildRuntime(cfg *Config, log *slog.Logger, now func() time.Time, extra map
 			return nil, errors.Join(err, table.Close(), authn.Close())
 		}
 	}
-	handler, parts := pipeline(pipelineParams{cfg: cfg, table: table, now: now, kv: kv, ring: ring, log: log, m: m})
+	pol := policyOf(cfg, pre)
+	handler, parts := pipeline(pipelineParams{cfg: cfg, pol: pol, table: table, now: now, kv: kv, ring: ring, log: log, m: m})
 	rt := &runtime{
 		cfg:     cfg,
 		handler: handler,
@@ -91,6 +96,7 @@ func buildRuntime(cfg *Config, log *slog.Logger, now func() time.Time, extra map
 		auth:    authn,
 		authn:   authn,
 		table:   table,
+		policy:  pol,
 		limits:  jsonrpc.Limits{MaxDepth: cfg.JSONRPC.MaxDepth, MaxStringBytes: cfg.JSONRPC.MaxStringBytes, MaxBatch: cfg.Batch.MaxSize},
 		log:     log,
 		access:  observability.NewAccessLog(cfg.Log, log),

@@ -16,41 +16,29 @@ import (
 // resources/templates/list and prompts/list — faces/mcp): an entry is shown when the
 // policy's Filter would let the caller reach it — its zone reaches the target's kind and
 // it holds the scopes of the rule that matches. Each entry is described as the policy
-// stage describes the call that runs it (policyStage.subject), so a listing and the
+// stage describes the call that runs it (policy.Engine.Subject), so a listing and the
 // decision on a call agree. Listing decides nothing: a call of an entry that is hidden
 // still goes through the policy stage, which refuses it with its own error. Rule
 // conditions are not evaluated, so an entry shown can still be refused when called.
 type visibility struct {
-	// stage describes calls; nil when the configuration has no policy section, and then
-	// everything is shown.
-	stage *policyStage
-	table *routing.Table
+	// engine describes calls and filters them; nil when the configuration has no policy
+	// section, and then everything is shown.
+	engine *policy.Engine
+	table  *routing.Table
 	// hideAll is set when the policy section does not compile: the policy stage refuses
 	// every call then, so nothing is shown.
 	hideAll bool
 }
 
-// newVisibility returns the visibility of cfg, whose methods table routes: the engine
-// Validate compiled, or, for a configuration built in code, one compiled now.
-func newVisibility(cfg *Config, table *routing.Table) *visibility {
-	v := &visibility{table: table}
-	switch {
-	case cfg.Policy == nil:
-	case cfg.policy != nil:
-		v.stage = &policyStage{engine: cfg.policy}
-	default:
-		e, err := policy.New(*cfg.Policy)
-		v.hideAll = err != nil
-		if e != nil {
-			v.stage = &policyStage{engine: e}
-		}
-	}
-	return v
+// newVisibility returns the visibility of a runtime's policy pol, whose methods table
+// routes.
+func newVisibility(pol runtimePolicy, table *routing.Table) *visibility {
+	return &visibility{engine: pol.engine, table: table, hideAll: pol.err != nil}
 }
 
 // filters reports whether the visibility hides anything from anyone: false without a
 // policy section.
-func (v *visibility) filters() bool { return v.hideAll || v.stage != nil }
+func (v *visibility) filters() bool { return v.hideAll || v.engine != nil }
 
 // shows reports whether the caller (principal, zone, protocol) sees the entry run by
 // method as capability id ("" for a direct call). A method no target serves is hidden.
@@ -64,7 +52,7 @@ func (v *visibility) showsCall(p gateway.Principal, zone gateway.TrustZone, prot
 	if v.hideAll {
 		return false
 	}
-	if v.stage == nil {
+	if v.engine == nil {
 		return true
 	}
 	t, ok := v.table.Lookup(call.Method)
@@ -72,8 +60,7 @@ func (v *visibility) showsCall(p gateway.Principal, zone gateway.TrustZone, prot
 		return false
 	}
 	call.Target = t
-	sub := v.stage.subject(call)
-	return v.stage.engine.Filter(p, zone, proto, []policy.Subject{sub})[0]
+	return v.engine.Filter(p, zone, proto, []policy.Subject{v.engine.Subject(call)})[0]
 }
 
 // capabilities returns the capability filter of the caller (capability.DiscoverOptions'

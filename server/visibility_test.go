@@ -201,7 +201,7 @@ func TestVisibilityFilter(t *testing.T) {
 	ts := startVisibility(t, "", true)
 	rt := ts.acquire()
 	defer rt.release()
-	v := newVisibility(rt.cfg, rt.table)
+	v := newVisibility(rt.policy, rt.table)
 	tests := []struct {
 		name   string
 		scopes []string

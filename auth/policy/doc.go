@@ -9,6 +9,13 @@
 // naming the rule. Engine.Decide then answers one call from its Input; Engine.Filter
 // answers, for a catalog, which entries a caller may see.
 //
-// The package knows nothing of routing: the server describes a call's target as a Subject
-// (method, capability id, target kind, MCP server and tool, gRPC full method).
+// NewStage is the policy stage of the gateway's pipeline: it describes each routed call
+// as a Subject (Engine.Subject: method, capability id, target kind, MCP server and tool,
+// resource or prompt, gRPC full method) from what its target says it reaches
+// (gateway.ReachOf), never from the target's concrete type, asks the engine, and refuses
+// the call or records the decision in its context (DecisionFrom) for the approval and
+// hop-token stages. NewRefusingStage stands in for a policy section that does not compile.
+//
+// The package knows nothing of routing and may import only gateway and schemas of the
+// module (auth and auth/approval import it).
 package policy

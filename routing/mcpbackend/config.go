@@ -9,9 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing/tlsclient"
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // Config is one upstream MCP server (an entry of routing.mcp). Exactly one of Stdio, SSE

@@ -8,8 +8,9 @@ import (
 	"path"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/codecs/canonical"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/gatehouse-dev/gatehouse/codecs/canonical"
 )
 
 // kind is a set of catalog lists.

@@ -79,43 +79,43 @@ func (t *Target) invokeRead(ctx context.Context, op string, params json.RawMessa
 	return gateway.NewResult(raw), nil
 }
 
-// ReachKind is the kind of catalog item a call reaches.
-type ReachKind uint8
+var _ gateway.Describer = (*Target)(nil)
 
-// Reach kinds.
-const (
-	ReachNone ReachKind = iota
-	ReachTool
-	ReachResource
-	ReachPrompt
-)
+// reachNone is what a call of the bridge reaches when it names no tool, resource or prompt
+// the catalog lists (or when it is not looked up).
+var reachNone = gateway.Reach{Kind: gateway.ReachMCP}
 
-// Reached is the catalog item a call of the target reaches, as CatalogItem tells it.
-type Reached struct {
-	Kind ReachKind
-	// Upstream is the server offering it (its configured name).
-	Upstream string
-	// Name is the item's name on that server: a tool's or prompt's own name, a resource's
-	// URI or, for a completion of a template's argument, the URI template.
-	Name string
+// Reaches implements gateway.Describer: the tool, resource or prompt call reaches, by the
+// bridge's routing in its current catalog — a tool by "<namespace><tool>" or tools/call
+// ({name}), a resource by "<namespace>resources/read" ({uri}: the resource listed with that
+// URI, else the upstream of the template whose literal prefix matches it longest, else the
+// only upstream offering resources), a prompt by "<namespace>prompts/get" ({name}), and
+// the prompt or resource (template) a "<namespace>completion/complete" refers to. Server is
+// the upstream offering the item, Name the item's name there (a tool's or prompt's own
+// name, a resource's URI or, for a completion of a template's argument, the URI template).
+// An item whose upstream is down or whose name collides is still named by the catalog;
+// the kind is gateway.ReachMCP, with no server or name, when nothing is reached (unknown
+// names, params of the wrong shape).
+//
+// Without detail the catalog is looked up for the read methods only (an unmatched
+// resource or prompt is read-only, which a policy needs to know); any other call is
+// gateway.ReachMCP.
+func (t *Target) Reaches(call *gateway.Call, detail bool) gateway.Reach {
+	if !detail && t.readOp(call.Method) == "" {
+		return reachNone
+	}
+	return t.reached(call)
 }
 
-// CatalogItem returns the tool, resource or prompt call reaches, by the bridge's routing in
-// its current catalog — a tool by "<namespace><tool>" or tools/call ({name}), a resource
-// by "<namespace>resources/read" ({uri}: the resource listed with that URI, else the
-// upstream of the template whose literal prefix matches it longest, else the only upstream
-// offering resources), a prompt by "<namespace>prompts/get" ({name}), and the prompt or
-// resource (template) a "<namespace>completion/complete" refers to. An item whose upstream
-// is down or whose name collides is still named by the catalog; Kind is ReachNone when
-// nothing is reached (unknown names, params of the wrong shape).
-func (t *Target) CatalogItem(call *gateway.Call) Reached {
+// reached looks up the catalog item call reaches (Reaches).
+func (t *Target) reached(call *gateway.Call) gateway.Reach {
 	op := t.readOp(call.Method)
 	if op == "" {
 		name, _, _, err := t.parse(call)
 		if err != nil {
-			return Reached{}
+			return reachNone
 		}
-		return t.entry(ReachTool, t.b.Catalog().Tools, name)
+		return t.entry(gateway.ReachMCPTool, t.b.Catalog().Tools, name)
 	}
 	switch op {
 	case MethodResourcesRead:
@@ -123,7 +123,7 @@ func (t *Target) CatalogItem(call *gateway.Call) Reached {
 			URI string `json:"uri"`
 		}
 		if json.Unmarshal(call.Params, &p) != nil || p.URI == "" {
-			return Reached{}
+			return reachNone
 		}
 		return t.resource(p.URI)
 	case MethodPromptsGet:
@@ -131,44 +131,44 @@ func (t *Target) CatalogItem(call *gateway.Call) Reached {
 			Name string `json:"name"`
 		}
 		if json.Unmarshal(call.Params, &p) != nil || p.Name == "" {
-			return Reached{}
+			return reachNone
 		}
-		return t.entry(ReachPrompt, t.b.Catalog().Prompts, p.Name)
+		return t.entry(gateway.ReachMCPPrompt, t.b.Catalog().Prompts, p.Name)
 	default:
 		req, err := parseComplete(call.Params)
 		if err != nil {
-			return Reached{}
+			return reachNone
 		}
 		switch ref := req.Ref.(type) {
 		case mcp.PromptReference:
-			return t.entry(ReachPrompt, t.b.Catalog().Prompts, ref.Name)
+			return t.entry(gateway.ReachMCPPrompt, t.b.Catalog().Prompts, ref.Name)
 		case mcp.ResourceReference:
-			if r := t.entry(ReachResource, t.b.Catalog().ResourceTemplates, ref.URI); r.Kind != ReachNone {
+			if r := t.entry(gateway.ReachMCPResource, t.b.Catalog().ResourceTemplates, ref.URI); r != reachNone {
 				return r
 			}
 			return t.resource(ref.URI)
 		}
-		return Reached{}
+		return reachNone
 	}
 }
 
 // entry finds the exposed name in a sorted catalog list.
-func (t *Target) entry(kind ReachKind, list []Entry, name string) Reached {
+func (t *Target) entry(kind gateway.ReachKind, list []Entry, name string) gateway.Reach {
 	i := sort.Search(len(list), func(i int) bool { return list[i].Name >= name })
 	if i == len(list) || list[i].Name != name {
-		return Reached{}
+		return reachNone
 	}
-	return Reached{Kind: kind, Upstream: list[i].Upstream, Name: list[i].UpstreamName}
+	return gateway.Reach{Kind: kind, Server: list[i].Upstream, Name: list[i].UpstreamName}
 }
 
 // resource names the upstream a resource URI belongs to (ReadResource's rule).
-func (t *Target) resource(uri string) Reached {
-	if r := t.entry(ReachResource, t.b.Catalog().Resources, uri); r.Kind != ReachNone {
+func (t *Target) resource(uri string) gateway.Reach {
+	if r := t.entry(gateway.ReachMCPResource, t.b.Catalog().Resources, uri); r != reachNone {
 		return r
 	}
 	u, err := t.b.resourceUpstream(uri)
 	if err != nil {
-		return Reached{}
+		return reachNone
 	}
-	return Reached{Kind: ReachResource, Upstream: u.cfg.Name, Name: uri}
+	return gateway.Reach{Kind: gateway.ReachMCPResource, Server: u.cfg.Name, Name: uri}
 }

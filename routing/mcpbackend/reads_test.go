@@ -49,42 +49,43 @@ func TestReadMethods(t *testing.T) {
 	}
 	reaches := []struct {
 		name, method, params string
-		want                 mcpbackend.Reached
+		want                 gateway.Reach
 	}{
-		{"tool method", "mcp.echo", `{}`, mcpbackend.Reached{Kind: mcpbackend.ReachTool, Upstream: "fx", Name: "echo"}},
-		{"tools/call", mcpbackend.MethodToolsCall, `{"name":"echo"}`, mcpbackend.Reached{Kind: mcpbackend.ReachTool, Upstream: "fx", Name: "echo"}},
+		{"tool method", "mcp.echo", `{}`, gateway.Reach{Kind: gateway.ReachMCPTool, Server: "fx", Name: "echo"}},
+		{"tools/call", mcpbackend.MethodToolsCall, `{"name":"echo"}`, gateway.Reach{Kind: gateway.ReachMCPTool, Server: "fx", Name: "echo"}},
 		{"listed resource", "mcp.resources/read", `{"uri":"res://fx/item/2"}`,
-			mcpbackend.Reached{Kind: mcpbackend.ReachResource, Upstream: "fx", Name: "res://fx/item/2"}},
+			gateway.Reach{Kind: gateway.ReachMCPResource, Server: "fx", Name: "res://fx/item/2"}},
 		{"resource by template", "mcp.resources/read", `{"uri":"res://fx/tmpl/7"}`,
-			mcpbackend.Reached{Kind: mcpbackend.ReachResource, Upstream: "fx", Name: "res://fx/tmpl/7"}},
-		{"prompt", "mcp.prompts/get", `{"name":"greet"}`, mcpbackend.Reached{Kind: mcpbackend.ReachPrompt, Upstream: "fx", Name: "greet"}},
+			gateway.Reach{Kind: gateway.ReachMCPResource, Server: "fx", Name: "res://fx/tmpl/7"}},
+		{"prompt", "mcp.prompts/get", `{"name":"greet"}`, gateway.Reach{Kind: gateway.ReachMCPPrompt, Server: "fx", Name: "greet"}},
 		{"completion of a prompt", "mcp.completion/complete", `{"ref":{"type":"ref/prompt","name":"greet"},"argument":{"name":"who","value":"a"}}`,
-			mcpbackend.Reached{Kind: mcpbackend.ReachPrompt, Upstream: "fx", Name: "greet"}},
+			gateway.Reach{Kind: gateway.ReachMCPPrompt, Server: "fx", Name: "greet"}},
 		{"completion of a template", "mcp.completion/complete", `{"ref":{"type":"ref/resource","uri":"res://fx/tmpl/{id}"},"argument":{"name":"id","value":"1"}}`,
-			mcpbackend.Reached{Kind: mcpbackend.ReachResource, Upstream: "fx", Name: "res://fx/tmpl/{id}"}},
-		{"unknown prompt", "mcp.prompts/get", `{"name":"nope"}`, mcpbackend.Reached{}},
-		{"unknown tool", "mcp.nope", `{}`, mcpbackend.Reached{}},
-		{"malformed params", "mcp.resources/read", `[1]`, mcpbackend.Reached{}},
+			gateway.Reach{Kind: gateway.ReachMCPResource, Server: "fx", Name: "res://fx/tmpl/{id}"}},
+		{"unknown prompt", "mcp.prompts/get", `{"name":"nope"}`, gateway.Reach{Kind: gateway.ReachMCP}},
+		{"unknown tool", "mcp.nope", `{}`, gateway.Reach{Kind: gateway.ReachMCP}},
+		{"malformed params", "mcp.resources/read", `[1]`, gateway.Reach{Kind: gateway.ReachMCP}},
 	}
 	for _, tt := range reaches {
 		t.Run("reaches/"+tt.name, func(t *testing.T) {
 			call := &gateway.Call{Method: tt.method, Params: []byte(tt.params), Target: target}
-			if got := target.CatalogItem(call); got != tt.want {
-				t.Fatalf("CatalogItem = %+v, want %+v", got, tt.want)
+			if got := target.Reaches(call, true); got != tt.want {
+				t.Fatalf("Reaches = %+v, want %+v", got, tt.want)
 			}
 			wantBackend := ""
-			if tt.want.Upstream != "" {
-				wantBackend = mcpbackend.BackendPrefix + tt.want.Upstream
+			if tt.want.Server != "" {
+				wantBackend = mcpbackend.BackendPrefix + tt.want.Server
 			}
 			if got := gateway.BackendOf(call); got != wantBackend {
 				t.Errorf("BackendOf = %q, want %q", got, wantBackend)
 			}
-			if r := gateway.ReachOf(call, true); !r.IsMCP() || r.Server != tt.want.Upstream || r.Name != tt.want.Name ||
-				(r.Kind == gateway.ReachMCP) != (tt.want.Kind == mcpbackend.ReachNone) {
-				t.Errorf("ReachOf = %+v, want the item %+v", r, tt.want)
+			// Without detail only the read methods are looked up.
+			want := tt.want
+			if !target.ReadMethod(tt.method) {
+				want = gateway.Reach{Kind: gateway.ReachMCP}
 			}
-			if r := gateway.ReachOf(call, false); r != (gateway.Reach{Kind: gateway.ReachMCP}) {
-				t.Errorf("ReachOf without detail = %+v, want the bridge", r)
+			if got := target.Reaches(&gateway.Call{Method: tt.method, Params: []byte(tt.params)}, false); got != want {
+				t.Fatalf("Reaches without detail = %+v, want %+v", got, want)
 			}
 		})
 	}

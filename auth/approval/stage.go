@@ -1,4 +1,4 @@
-package server
+package approval
 
 import (
 	"context"
@@ -16,42 +16,47 @@ import (
 	"github.com/gatehouse-dev/gatehouse/state"
 )
 
-// approvalCleanup bounds the state store writes that record a withdrawal or an expiry after
+// cleanupTimeout bounds the state store writes that record a withdrawal or an expiry after
 // the caller's context is done.
-const approvalCleanup = 5 * time.Second
+const cleanupTimeout = 5 * time.Second
 
-// approvalStage holds each call whose policy decision needs approval as a pending approval
-// in the state store and waits, polling the record, until an operator approves it (the
-// call runs), denies it (4003 "approval denied"), or its time runs out (4003 "approval
-// expired"). A caller that goes away withdraws its approval; a call whose own deadline
-// comes first fails with DEADLINE_EXCEEDED and its approval expires.
+// NewStage returns the approval stage: it holds each call whose policy decision
+// (policy.DecisionFrom) needs approval as a pending approval in store and waits, polling
+// the record, until an operator approves it (the call runs), denies it (4003 "approval
+// denied"), or its time runs out (4003 "approval expired"). A caller that goes away
+// withdraws its approval; a call whose own deadline comes first fails with
+// DEADLINE_EXCEEDED and its approval expires. log receives the audit of each held call.
 //
 // The decision may be written by any replica sharing the store: the waiting replica learns
 // it by polling every approvals.poll_interval. (A Redis backend may later notify waiters by
 // pub/sub instead; the records stay the same.)
-type approvalStage struct {
-	store approvalStore
-	cfg   ApprovalsConfig
+//
+// cfg has its defaults applied (Config.WithDefaults). The stage belongs in the chain
+// whenever the policy stage is (nothing else can need approval); a nil store returns nil,
+// which leaves it out.
+func NewStage(cfg Config, store Store, now func() time.Time, log *slog.Logger) gateway.Middleware {
+	if store == nil {
+		return nil
+	}
+	s := &stage{store: store, cfg: cfg, now: now, log: log}
+	return s.wrap
+}
+
+// stage is the approval stage of one configuration (NewStage).
+type stage struct {
+	store Store
+	cfg   Config
 	now   func() time.Time
 	log   *slog.Logger
 }
 
-// approvalChainStage returns the approval stage of cfg over kv: nil, out of the chain,
-// when cfg has no policy section (nothing can need approval then).
-func (c *Config) approvalChainStage(kv state.KV, now func() time.Time, log *slog.Logger) gateway.Middleware {
-	if c.Policy == nil {
-		return nil
-	}
-	s := &approvalStage{store: newApprovalStore(kv, c.Approvals, now, log), cfg: c.Approvals, now: now, log: log}
-	return s.wrap
+// NewStore returns the store of pending approvals and their audit records over the state
+// store's kv, keeping audit records for cfg.AuditTTL; log receives each decision.
+func NewStore(kv state.KV, cfg Config, now func() time.Time, log *slog.Logger) Store {
+	return &kvStore{kv: kv, now: now, log: log, auditTTL: cfg.AuditTTL}
 }
 
-// newApprovalStore returns the approval store of cfg over kv.
-func newApprovalStore(kv state.KV, cfg ApprovalsConfig, now func() time.Time, log *slog.Logger) approvalStore {
-	return &kvApprovals{kv: kv, now: now, log: log, auditTTL: cfg.AuditTTL}
-}
-
-func (s *approvalStage) wrap(next gateway.Handler) gateway.Handler {
+func (s *stage) wrap(next gateway.Handler) gateway.Handler {
 	return func(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
 		d, ok := policy.DecisionFrom(ctx)
 		if !ok || !d.NeedsApproval {
@@ -70,28 +75,28 @@ func (s *approvalStage) wrap(next gateway.Handler) gateway.Handler {
 
 // hold records call as a pending approval, expiring after approvals.timeout or at the
 // call's deadline, whichever comes first.
-func (s *approvalStage) hold(ctx context.Context, call *gateway.Call, d policy.Decision) (approvalRecord, error) {
-	digest, err := callDigest(call.Method, call.Params)
+func (s *stage) hold(ctx context.Context, call *gateway.Call, d policy.Decision) (Record, error) {
+	digest, err := Digest(call.Method, call.Params)
 	if err != nil {
-		return approvalRecord{}, gateway.NewError(schemas.CodeInternal).Wrap(err)
+		return Record{}, gateway.NewError(schemas.CodeInternal).Wrap(err)
 	}
 	now := s.now()
 	wait := s.cfg.Timeout
 	if dl, ok := ctx.Deadline(); ok {
 		wait = min(wait, time.Until(dl))
 	}
-	rec := approvalRecord{
-		ID: newApprovalID(), Digest: digest, Method: call.Method, Caller: call.Principal.Subject,
+	rec := Record{
+		ID: newID(), Digest: digest, Method: call.Method, Caller: call.Principal.Subject,
 		Zone: call.Zone.String(), Rule: d.Rule, Mutation: string(d.Mutation),
-		Created: now, Expires: now.Add(wait), Status: approvalPending,
+		Created: now, Expires: now.Add(wait), Status: Pending,
 	}
-	retry, err := s.store.create(ctx, rec, s.cfg.MaxPending)
+	retry, err := s.store.Create(ctx, rec, s.cfg.MaxPending)
 	switch {
-	case errors.Is(err, errApprovalsFull):
-		return approvalRecord{}, gateway.Errorf(schemas.CodeOverloaded, "Too many approvals pending").
+	case errors.Is(err, ErrFull):
+		return Record{}, gateway.Errorf(schemas.CodeOverloaded, "Too many approvals pending").
 			With("reason", "max_pending").With("max_pending", s.cfg.MaxPending).With("retry_after_ms", max(retry.Milliseconds(), 1))
 	case err != nil:
-		return approvalRecord{}, gateway.AsError(err)
+		return Record{}, gateway.AsError(err)
 	}
 	s.log.InfoContext(ctx, "call held for approval", "approval_id", rec.ID, "method", rec.Method, "digest", rec.Digest,
 		"rule", rec.Rule, "mutation", rec.Mutation, "caller", rec.Caller, "expires", rec.Expires, "trace_id", call.TraceID)
@@ -101,7 +106,7 @@ func (s *approvalStage) hold(ctx context.Context, call *gateway.Call, d policy.D
 // wait polls rec until it is decided; nil means approved. byDeadline says the call's
 // deadline set rec's expiry: then the deadline, not the poll, ends the wait, so the caller
 // gets DEADLINE_EXCEEDED as for any call that runs out of time.
-func (s *approvalStage) wait(ctx context.Context, rec approvalRecord, byDeadline bool) error {
+func (s *stage) wait(ctx context.Context, rec Record, byDeadline bool) error {
 	tick := time.NewTicker(s.cfg.PollInterval)
 	defer tick.Stop()
 	for {
@@ -110,7 +115,7 @@ func (s *approvalStage) wait(ctx context.Context, rec approvalRecord, byDeadline
 			return s.abandon(ctx, rec)
 		case <-tick.C:
 		}
-		cur, ok, err := s.store.get(ctx, rec.ID)
+		cur, ok, err := s.store.Get(ctx, rec.ID)
 		switch {
 		case err != nil:
 			if ctx.Err() == nil {
@@ -118,11 +123,11 @@ func (s *approvalStage) wait(ctx context.Context, rec approvalRecord, byDeadline
 			}
 			continue
 		case !ok: // gone without a decision: the store lost it, so it cannot be approved
-			return approvalError(approvalExpired, rec.ID)
-		case cur.Status == approvalPending && (byDeadline || s.now().Before(cur.Expires)):
+			return decisionError(Expired, rec.ID)
+		case cur.Status == Pending && (byDeadline || s.now().Before(cur.Expires)):
 			continue
-		case cur.Status == approvalPending:
-			if cur, err = s.store.decide(ctx, rec.ID, approvalExpired, approvalSystem, "timeout"); err != nil && !isDecided(err) {
+		case cur.Status == Pending:
+			if cur, err = s.store.Decide(ctx, rec.ID, Expired, System, "timeout"); err != nil && !isDecided(err) {
 				return gateway.AsError(err)
 			}
 		}
@@ -131,33 +136,33 @@ func (s *approvalStage) wait(ctx context.Context, rec approvalRecord, byDeadline
 }
 
 // outcome turns a decided record into the call's fate, and forgets the record.
-func (s *approvalStage) outcome(ctx context.Context, rec approvalRecord) error {
-	if err := s.store.forget(ctx, rec.ID); err != nil {
+func (s *stage) outcome(ctx context.Context, rec Record) error {
+	if err := s.store.Forget(ctx, rec.ID); err != nil {
 		s.log.WarnContext(ctx, "forgetting a decided approval", "approval_id", rec.ID, "err", err)
 	}
-	if rec.Status == approvalApproved {
+	if rec.Status == Approved {
 		return nil
 	}
-	return approvalError(rec.Status, rec.ID)
+	return decisionError(rec.Status, rec.ID)
 }
 
 // abandon decides rec withdrawn (the caller went away) or expired (its deadline passed) and
 // returns the context's error, which the face maps as for any call.
-func (s *approvalStage) abandon(ctx context.Context, rec approvalRecord) error {
-	status, note := approvalWithdrawn, "caller went away"
+func (s *stage) abandon(ctx context.Context, rec Record) error {
+	status, note := Withdrawn, "caller went away"
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		status, note = approvalExpired, "call deadline"
+		status, note = Expired, "call deadline"
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), approvalCleanup)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	cur, err := s.store.decide(cctx, rec.ID, status, approvalSystem, note)
+	cur, err := s.store.Decide(cctx, rec.ID, status, System, note)
 	switch {
-	case isDecided(err) && cur.Status == approvalApproved:
+	case isDecided(err) && cur.Status == Approved:
 		s.log.WarnContext(ctx, "an approved call's caller went away before it ran", "approval_id", rec.ID, "method", rec.Method)
 	case err != nil && !isDecided(err):
 		s.log.ErrorContext(ctx, "recording an abandoned approval", "approval_id", rec.ID, "err", err)
 	}
-	if err := s.store.forget(cctx, rec.ID); err != nil {
+	if err := s.store.Forget(cctx, rec.ID); err != nil {
 		s.log.WarnContext(ctx, "forgetting an abandoned approval", "approval_id", rec.ID, "err", err)
 	}
 	return ctx.Err()
@@ -165,23 +170,23 @@ func (s *approvalStage) abandon(ctx context.Context, rec approvalRecord) error {
 
 // isDecided reports whether err says the approval was decided already.
 func isDecided(err error) bool {
-	_, ok := errors.AsType[*approvalDecidedError](err)
+	_, ok := errors.AsType[*DecidedError](err)
 	return ok
 }
 
-// approvalError is the caller's error for an approval decided other than approved.
-func approvalError(status approvalStatus, id string) *gateway.Error {
+// decisionError is the caller's error for an approval decided other than approved.
+func decisionError(status Status, id string) *gateway.Error {
 	msg := "Approval denied"
-	if status != approvalDenied {
+	if status != Denied {
 		msg = "Approval expired"
 	}
 	return gateway.Errorf(schemas.CodeApprovalDenied, "%s", msg).With("approval", string(status)).With("approval_id", id)
 }
 
-// callDigest is the hex SHA-256 of the canonical JSON of {"method": method, "params":
+// Digest is the hex SHA-256 of the canonical JSON of {"method": method, "params":
 // params} (params null when absent), so the same call digests alike whatever its key order
 // or whitespace.
-func callDigest(method string, params []byte) (string, error) {
+func Digest(method string, params []byte) (string, error) {
 	if len(params) == 0 {
 		params = []byte("null")
 	}
