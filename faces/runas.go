@@ -37,8 +37,8 @@ type Invoked struct {
 	TraceID  string
 }
 
-// RunAs runs one method as who, decoding method and params strictly as a JSON-RPC request
-// (as at the boundary). The deadline is ctx's (resolved against the deadline section: the
+// RunAs runs one method as who, its method and params checked as strictly as a JSON-RPC
+// request at the boundary (jsonrpc.DecodeCall: no envelope is written to be decoded again). The deadline is ctx's (resolved against the deadline section: the
 // default when ctx has none, at most max); cancelling ctx cancels the call; a progress sink
 // in ctx receives its progress; send, when not nil, receives each message of a streamed
 // result.
@@ -47,24 +47,11 @@ func (p *Pipeline) RunAs(ctx context.Context, who Caller, method string, params 
 	if span != nil {
 		defer span.End()
 	}
-	body := envelope(method, params)
-	if who.Capability != "" && len(params) > 0 {
-		// As an array member the input is checked strictly (syntax, duplicate names,
-		// limits) at the depth it had in the nekte.* call, and no member of it is reserved.
-		body = envelope(method, append(append([]byte{'['}, params...), ']'))
-	}
-	payload, derr := jsonrpc.Decode(body, p.LimitsFor(who.Principal))
-	if derr == nil && payload.Members[0].Err != nil {
-		derr = payload.Members[0].Err
-	}
+	req, derr := jsonrpc.DecodeCall(method, params, who.Capability != "", p.LimitsFor(who.Principal))
 	if derr != nil {
 		err := FromDecodeError(derr)
 		observability.TraceError(span, err)
 		return Invoked{Err: err, TraceID: traceID}
-	}
-	req := &payload.Members[0].Request
-	if who.Capability != "" {
-		req.Params = params
 	}
 	var callerMs int64
 	if dl, ok := ctx.Deadline(); ok {
@@ -78,7 +65,7 @@ func (p *Pipeline) RunAs(ctx context.Context, who Caller, method string, params 
 		sd = &sendDelivery{send: send}
 		ex.Delivery = sd
 	}
-	out := p.Call(ctx, &ex, req, true)
+	out := p.Call(ctx, &ex, &req, true)
 	if out.Err != nil {
 		return Invoked{Err: out.Err, TraceID: traceID}
 	}
@@ -97,13 +84,4 @@ var _ StreamDeliverer = (*sendDelivery)(nil)
 func (d *sendDelivery) DeliverStream(ctx context.Context, id jsonrpc.ID, s gateway.Stream) Outcome {
 	d.streamed = true
 	return RelayMessages(ctx, id, s, d.send)
-}
-
-// envelope wraps method and params in a JSON-RPC request so the strict decoder checks them.
-func envelope(method string, params []byte) []byte {
-	b := jsonrpc.AppendString([]byte(`{"jsonrpc":"2.0","method":`), method)
-	if len(params) > 0 {
-		b = append(append(b, `,"params":`...), params...)
-	}
-	return append(b, `,"id":1}`...)
 }
