@@ -43,4 +43,7 @@
 // CompareAndSwap exclusivity under concurrency, Incr's TTL rule, size limits, done
 // contexts, copying, Close. Every backend must pass it unchanged; RunBus and RunCellRater
 // do the same for [Bus] and [CellRater].
+//
+// Package state imports only schemas and gateway (the coded error its failures are); every
+// layer above keeps what outlives a request behind its interfaces, never in a bare map.
 package state

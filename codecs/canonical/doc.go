@@ -20,4 +20,6 @@
 // Invalid JSON and invalid UTF-8 outside strings are errors (*SyntaxError); invalid UTF-8
 // inside a string is read as U+FFFD, as a JavaScript text decoder would. Nesting deeper
 // than MaxDepth is ErrTooDeep.
+//
+// It imports nothing of Gatehouse: a leaf below every layer that writes canonical JSON.
 package canonical

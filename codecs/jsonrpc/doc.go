@@ -54,4 +54,6 @@
 // A decoded payload costs a few allocations whatever its size: one for the members, one
 // for all method and id strings, and one each for depends_on ids, rewritten params and
 // errors when there are any. Params that were not rewritten alias the body.
+//
+// It imports only schemas (the error-code table); every face decodes and encodes through it.
 package jsonrpc

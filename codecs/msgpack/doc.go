@@ -40,4 +40,7 @@
 // their members in order. ToJSON(FromJSON(j)) is j up to white space, string escapes and
 // number spelling, and FromJSON(ToJSON(m)) gives m back in its smallest encoding except
 // that bin and timestamps come back as str.
+//
+// It imports schemas and codecs/jsonrpc (to word its limit errors as the JSON decoder does),
+// nothing above the codecs.
 package msgpack

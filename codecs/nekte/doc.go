@@ -91,4 +91,6 @@
 // payload types (ProgressEvent, PartialEvent, CompleteEvent, ErrorEvent, CancelledEvent,
 // SuspendedEvent, ResumedEvent, StatusChangeEvent) name their event; Final says which
 // end the stream.
+//
+// It imports schemas and the other codecs (canonical, jsonrpc, sse), nothing above them.
 package nekte

@@ -2,6 +2,8 @@
 // Living Standard): "event: <name>\n" when a name is given, one "data: " line per line of
 // the payload, and a blank line. Lines end with "\n" only: strict clients such as the NEKTE
 // reference split events on "\n\n" and break on CRLF.
+//
+// It imports nothing of Gatehouse.
 package sse
 
 import "strings"

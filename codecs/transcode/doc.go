@@ -51,4 +51,6 @@
 //     only their JSON form would refuse (a Timestamp out of range, a Value with no kind).
 //   - For a map entry whose key occurs with its wire type and again with another,
 //     proto.Unmarshal panics on dynamic messages; DecodeWire keeps the well-typed key.
+//
+// It imports nothing of Gatehouse: the gRPC targets compile its plans from descriptors.
 package transcode

@@ -53,4 +53,6 @@
 //
 // In flow collections ({...} and [...]) "{" and "}" are YAML syntax: quote the reference
 // there, as in {password: "${PW}"}.
+//
+// It imports nothing of Gatehouse: the server (and cmd, deploy) decode their files with it.
 package config

@@ -1,6 +1,8 @@
 // Package statetest is the contract suite of [state.KV]: every backend, embedded or Redis,
 // must pass [RunKV] unchanged, and [RunBus] and [RunCellRater] for the optional [state.Bus]
 // and [state.CellRater] it implements.
+//
+// It imports only state.
 package statetest
 
 import (
