@@ -55,5 +55,4 @@
 //
 // One MCP may be served over stdio (ServeStdio) and streamable HTTP
 // (StreamableHTTPHandler) at the same time.
-
 package demo
