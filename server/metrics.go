@@ -2,13 +2,11 @@ package server
 
 import (
 	"context"
-	"net/http"
 	"slices"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/gatehouse-dev/gatehouse/auth/approval"
 	mcpface "github.com/gatehouse-dev/gatehouse/faces/mcp"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
@@ -35,14 +33,6 @@ func protocolVersion(ctx context.Context, p gateway.Protocol) string {
 	default:
 		return jsonrpcVersion
 	}
-}
-
-// handleMetrics serves /metrics from the process's registry (404 when metrics are off).
-func (s *Server) handleMetrics() http.Handler {
-	if s.metrics == nil {
-		return http.NotFoundHandler()
-	}
-	return s.metrics.Handler()
 }
 
 // gauges reads, at scrape time, the gauges whose state lives in the current runtime.
@@ -104,7 +94,7 @@ const scrapeStoreTimeout = 2 * time.Second
 func (s *Server) approvalsPending(rt *runtime) int {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeStoreTimeout)
 	defer cancel()
-	recs, err := approval.NewStore(s.kv, rt.cfg.Approvals, rt.now, rt.log).Pending(ctx)
+	recs, err := approvalStore(s.kv, rt).Pending(ctx)
 	if err != nil {
 		s.log.Warn("metrics: reading pending approvals", "err", err)
 		return -1

@@ -1,4 +1,4 @@
-package server
+package admin
 
 import (
 	"context"
@@ -19,13 +19,13 @@ type adminCall struct {
 	revoke    *auth.RevocationAdmin // admin.revocations.* (auth)
 }
 
-// handleAdminRPC serves POST /rpc on the admin listener: the caller is authenticated with
-// the boundary's authenticator (zone operator) before the body is read, then each request
-// of the body (single or batch) runs an admin method, which requires approvals.admin_scope
+// serveRPC serves POST /rpc: the caller is authenticated with the configuration's
+// authenticator (zone operator) before the body is read, then each request of the body
+// (single or batch) runs an admin method, which requires approvals.admin_scope
 // (admin.revocations.*: auth.revocation.admin_scope).
-func (s *Server) handleAdminRPC(w http.ResponseWriter, r *http.Request) {
-	rt := s.acquire()
-	defer rt.release()
+func (f *Face) serveRPC(w http.ResponseWriter, r *http.Request) {
+	rt := f.gw.Acquire()
+	defer rt.Release()
 	traceID := observability.NewTraceID()
 	w.Header().Set("X-Trace-Id", traceID)
 	if !faces.IsJSON(r.Header.Get("Content-Type")) {
@@ -33,21 +33,22 @@ func (s *Server) handleAdminRPC(w http.ResponseWriter, r *http.Request) {
 			gateway.Errorf(schemas.CodeUnsupportedMedia, "Content-Type must be application/json"), traceID, faces.EncodingJSON)
 		return
 	}
-	principal, err := rt.auth.Authenticate(r.Context(), faces.HTTPCredentials(r, gateway.ZoneOperator))
+	principal, err := rt.Authenticator().Authenticate(r.Context(), faces.HTTPCredentials(r, gateway.ZoneOperator))
 	if err != nil {
 		faces.WriteChallenge(w, gateway.AsError(err), traceID, faces.EncodingJSON, "")
 		return
 	}
-	body, err := faces.ReadBody(r, rt.cfg.JSONRPC.MaxBodyBytes, nil)
+	pipe := rt.Pipeline()
+	body, err := faces.ReadBody(r, pipe.MaxBodyBytes, nil)
 	if err != nil {
-		faces.WriteBodyError(w, s.log, err, rt.cfg.JSONRPC.MaxBodyBytes, traceID, faces.EncodingJSON)
+		faces.WriteBodyError(w, f.log, err, pipe.MaxBodyBytes, traceID, faces.EncodingJSON)
 		return
 	}
 	ac := &adminCall{
-		approvals: approval.NewAdmin(approval.NewStore(s.kv, rt.cfg.Approvals, rt.now, rt.log), principal, rt.cfg.Approvals.AdminScope),
-		revoke:    auth.NewRevocationAdmin(s.revocations, principal),
+		approvals: approval.NewAdmin(rt.ApprovalStore(), principal, rt.ApprovalScope()),
+		revoke:    auth.NewRevocationAdmin(f.gw.Revocations(), principal),
 	}
-	faces.WriteResponse(w, s.log, ac.serve(r.Context(), body, rt.limits, traceID), faces.EncodingJSON, traceID)
+	faces.WriteResponse(w, f.log, ac.serve(r.Context(), body, pipe.Limits, traceID), faces.EncodingJSON, traceID)
 }
 
 // serve decodes body and answers each of its requests.
