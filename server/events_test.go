@@ -252,7 +252,8 @@ func TestEventsInABatchAreCollected(t *testing.T) {
 		t.Fatalf("got  %s\nwant %s", body, want)
 	}
 	hang.Store(true) // a task that outlives the batch's deadline
-	deadline := time.Now().Add(300 * time.Millisecond)
+	// The deadline the header names, to the millisecond (X-Deadline-Ms has no finer unit).
+	deadline := time.UnixMilli(time.Now().Add(300 * time.Millisecond).UnixMilli())
 	_, _, body = ts.post(batch, "X-Deadline-Ms", strconv.FormatInt(deadline.UnixMilli(), 10))
 	rs := decodeMany(t, body)
 	if len(rs) != 2 || rs[0].Error == nil || rs[0].Error.Code != int(schemas.CodeDeadlineExceeded) || string(rs[1].Result) != "2" {
