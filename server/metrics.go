@@ -2,10 +2,7 @@ package server
 
 import (
 	"context"
-	"slices"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
 
 	mcpface "github.com/gatehouse-dev/gatehouse/faces/mcp"
 	"github.com/gatehouse-dev/gatehouse/gateway"
@@ -25,11 +22,7 @@ func protocolVersion(ctx context.Context, p gateway.Protocol) string {
 	case gateway.ProtocolGRPC:
 		return ""
 	case gateway.ProtocolMCP:
-		v := mcpface.SessionProtocolVersion(ctx)
-		if slices.Contains(mcp.ValidProtocolVersions, v) {
-			return v
-		}
-		return observability.OtherLabel
+		return mcpface.VersionLabel(ctx)
 	default:
 		return jsonrpcVersion
 	}

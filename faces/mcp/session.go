@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -292,13 +293,23 @@ type versionedSession interface {
 	SetProtocolVersion(version string)
 }
 
-// SessionProtocolVersion returns the protocol version the MCP session of ctx negotiated;
+// sessionProtocolVersion returns the protocol version the MCP session of ctx negotiated;
 // "" when ctx has no session or its session has none yet.
-func SessionProtocolVersion(ctx context.Context) string {
+func sessionProtocolVersion(ctx context.Context) string {
 	if sess, ok := mcpserver.ClientSessionFromContext(ctx).(versionedSession); ok {
 		return sess.ProtocolVersion()
 	}
 	return ""
+}
+
+// VersionLabel is the protocol version label of a call over MCP in metrics: the session's
+// negotiated version when it is one mcp-go knows, else observability.OtherLabel, so the
+// label's values stay a bounded set whatever a client sends.
+func VersionLabel(ctx context.Context) string {
+	if v := sessionProtocolVersion(ctx); slices.Contains(mcp.ValidProtocolVersions, v) {
+		return v
+	}
+	return observability.OtherLabel
 }
 
 // restore is the streamable HTTP context function: a request of a session this process
