@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
@@ -96,6 +97,17 @@ func (tb *Table) Targets() []gateway.Target {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out
+}
+
+// MCP returns the MCP bridge's target the table routes (the faces publish its catalog, the
+// metrics count its upstreams); nil when there is none.
+func (tb *Table) MCP() *mcpbackend.Target {
+	for _, t := range tb.Targets() {
+		if mt, ok := t.(*mcpbackend.Target); ok {
+			return mt
+		}
+	}
+	return nil
 }
 
 // Route is the routing stage: it sets call.Target from the table, or fails the call with

@@ -6,4 +6,10 @@
 // limits built from it. Each request takes a reference to the runtime current when it
 // arrives and keeps it until it finishes, so a reload swaps runtimes atomically while
 // in-flight calls finish on the old one, which is closed when its last call ends.
+//
+// The server is assembly only: it holds no protocol handling and no target of its own. It
+// may import every layer below it (the faces, routing, auth, resilience, observability and
+// the core); it hands routing what routing may not import — the policy engine's decision
+// (newVisibility), the pipeline (the MCP route backends' RunFunc) and the configuration
+// current at each call (the NEKTE service's catalog).
 package server

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	mcpface "github.com/gatehouse-dev/gatehouse/faces/mcp"
-	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing"
+	"github.com/gatehouse-dev/gatehouse/routing/capability"
 )
 
 // newMCPFace builds the MCP face of cfg over the server (mcpGateway).
@@ -21,7 +21,7 @@ type mcpGateway struct{ s *Server }
 var (
 	_ mcpface.Gateway    = mcpGateway{}
 	_ mcpface.Runtime    = mcpRuntime{}
-	_ mcpface.Visibility = mcpVisibility{}
+	_ mcpface.Visibility = (*capability.Visibility)(nil)
 )
 
 // Acquire implements mcpface.Gateway.
@@ -39,7 +39,7 @@ func (r mcpRuntime) Table() *routing.Table { return r.table }
 
 // Visibility implements mcpface.Runtime.
 func (r mcpRuntime) Visibility() mcpface.Visibility {
-	return mcpVisibility{newVisibility(r.policy, r.table)}
+	return newVisibility(r.policy, r.table)
 }
 
 // WriteTimeout implements mcpface.Runtime.
@@ -60,15 +60,4 @@ func (r mcpRuntime) Scopes() []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-// mcpVisibility is a configuration's visibility as the MCP face's list filters ask it.
-type mcpVisibility struct{ v *visibility }
-
-// Filters implements mcpface.Visibility.
-func (v mcpVisibility) Filters() bool { return v.v.filters() }
-
-// ShowsCall implements mcpface.Visibility.
-func (v mcpVisibility) ShowsCall(p gateway.Principal, zone gateway.TrustZone, proto gateway.Protocol, call *gateway.Call) bool {
-	return v.v.showsCall(p, zone, proto, call)
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/resilience"
-	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
 )
 
 // jsonrpcVersion is the version label of the JSON-RPC faces.
@@ -48,10 +47,8 @@ func (s *Server) gauges() observability.Gauges {
 	if rt.cfg.Policy != nil {
 		g.ApprovalsPending = s.approvalsPending(rt)
 	}
-	for _, t := range rt.table.Targets() {
-		if mt, ok := t.(*mcpbackend.Target); ok {
-			g.MCPServers = mt.Connected()
-		}
+	if mt := rt.table.MCP(); mt != nil {
+		g.MCPServers = mt.Connected()
 	}
 	return g
 }

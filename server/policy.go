@@ -5,6 +5,8 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/auth/policy"
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/routing"
+	"github.com/gatehouse-dev/gatehouse/routing/capability"
 )
 
 // compiled is what validating a configuration built beyond checking it. Parse hands it to
@@ -71,4 +73,21 @@ func (c *Config) compilePolicy() (*policy.Engine, []policy.ConfigError) {
 		}
 	}
 	return nil, out
+}
+
+// newVisibility returns what callers see of the catalogs of a runtime whose policy is pol
+// and whose methods table routes (capability.Visibility): an entry is shown when the
+// policy's Filter would let the caller reach it — its zone reaches the target's kind and it
+// holds the scopes of the rule that matches — each entry described as the policy stage
+// describes the call that runs it (policy.Engine.Subject), so a listing and the decision
+// on a call agree. Rule conditions are not evaluated, so an entry shown can still be
+// refused when called. A policy that does not compile hides everything.
+func newVisibility(pol runtimePolicy, table *routing.Table) *capability.Visibility {
+	p := capability.VisibilityParams{Routes: table, HideAll: pol.err != nil}
+	if e := pol.engine; e != nil {
+		p.Decide = func(pr gateway.Principal, zone gateway.TrustZone, proto gateway.Protocol, call *gateway.Call) bool {
+			return e.Filter(pr, zone, proto, []policy.Subject{e.Subject(call)})[0]
+		}
+	}
+	return capability.NewVisibility(p)
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"sync"
@@ -15,8 +16,8 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/routing"
-	"github.com/gatehouse-dev/gatehouse/routing/capability"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
+	"github.com/gatehouse-dev/gatehouse/routing/nekte"
 	"github.com/gatehouse-dev/gatehouse/state"
 )
 
@@ -40,15 +41,14 @@ type runtime struct {
 	// trace is the tracer provider of the configuration's tracing section, nil when off
 	// (tracing.go); the runtime holds a reference to it until it is closed.
 	trace *tracingRef
-	// catalog is the NEKTE capability catalog of this configuration, nil when NEKTE is off;
-	// catalogSeen is its version whose problems were logged last.
-	catalog     *capability.Registry
-	catalogSeen atomic.Pointer[string]
+	// nekte routes the nekte.* methods of this configuration, with its capability catalog;
+	// nil when NEKTE is off.
+	nekte *nekte.Route
 	// pipe is the faces' entry into this configuration (faceruntime.go), made once the
 	// tracer is known.
 	pipe *faces.Pipeline
 	// policy is the configuration's policy, compiled once: the policy stage and the
-	// catalogs' visibility (visibility.go) ask the same engine.
+	// catalogs' visibility (newVisibility) ask the same engine.
 	policy runtimePolicy
 
 	refs      atomic.Int64
@@ -58,18 +58,21 @@ type runtime struct {
 
 // buildRuntime builds a runtime from cfg, with what validating it compiled (pre; nil when
 // it was not validated here: then it is compiled now); extra targets (used by tests and
-// embedders) are routed beside the configured ones. The process's NEKTE service, when extra carries it,
-// is routed when cfg has a nekte section, with a capability catalog built from every
-// other target (routeNekte). kv is the process's state store, which the approval stage
-// keeps pending approvals in; ring returns the process's signing key ring (nil: none), which
-// mints the downstream tokens of the configuration's hops; rev is the process's revocation
-// list, which the authenticator consults; m are the process's metrics (nil: off).
-func buildRuntime(cfg *Config, pre *compiled, log *slog.Logger, now func() time.Time, extra map[string]gateway.Target, kv state.KV, ring func() *auth.KeyRing, rev *auth.Revocations,
+// embedders) are routed beside the configured ones. The process's NEKTE service svc (nil
+// when NEKTE was off at start) is routed when cfg has a nekte section, with a capability
+// catalog built from every other target (routeNekte). kv is the process's state store,
+// which the approval stage keeps pending approvals in; ring returns the process's signing
+// key ring (nil: none), which mints the downstream tokens of the configuration's hops; rev
+// is the process's revocation list, which the authenticator consults; m are the process's
+// metrics (nil: off).
+func buildRuntime(cfg *Config, pre *compiled, log *slog.Logger, now func() time.Time, extra map[string]gateway.Target, svc *nekteService, kv state.KV, ring func() *auth.KeyRing, rev *auth.Revocations,
 	m *observability.Metrics) (*runtime, error) {
-	svc, extra := splitNekte(extra)
-	routes, err := newMCPRoutes(cfg.Routing.MCP)
-	if err != nil {
-		return nil, err
+	var routes *mcpbackend.RouteBackends
+	if mc := cfg.Routing.MCP; mc != nil {
+		var err error
+		if routes, err = mcpbackend.NewRouteBackends(mc.SamplingBackend, mc.ElicitationBackend); err != nil {
+			return nil, err
+		}
 	}
 	// The authenticator is opened first: a configuration whose keys cannot be read (a
 	// missing PEM file, a bad JWKS file) is refused, at startup and on reload.
@@ -77,7 +80,7 @@ func buildRuntime(cfg *Config, pre *compiled, log *slog.Logger, now func() time.
 	if err != nil {
 		return nil, err
 	}
-	table, err := routing.Build(cfg.Routing, routing.BuildOptions{Logger: log, Now: now, MCP: append(routes.options(), mcpbackend.WithSessionStarted(m.UpstreamStarted)),
+	table, err := routing.Build(cfg.Routing, routing.BuildOptions{Logger: log, Now: now, MCP: append(routes.Options(), mcpbackend.WithSessionStarted(m.UpstreamStarted)),
 		Demo: func(c routing.DemoConfig) gateway.Target { return demo.NewSpec(c) }})
 	if err != nil {
 		return nil, errors.Join(err, authn.Close())
@@ -105,8 +108,19 @@ func buildRuntime(cfg *Config, pre *compiled, log *slog.Logger, now func() time.
 	if err := rt.routeNekte(svc); err != nil {
 		return nil, errors.Join(err, table.Close(), authn.Close())
 	}
-	routes.bind(rt) // routed sampling and elicitation methods run in this configuration
+	routes.Bind(rt.runForUpstream) // routed sampling and elicitation methods run in this configuration
 	return rt, nil
+}
+
+// runForUpstream runs a routed sampling or elicitation method through rt's pipeline as an
+// internal call by principal, an MCP upstream (mcpbackend.RunFunc).
+func (rt *runtime) runForUpstream(ctx context.Context, principal gateway.Principal, method string, params json.RawMessage) (json.RawMessage, error) {
+	who := faces.Caller{Principal: principal, Zone: gateway.ZoneInternal, Protocol: gateway.ProtocolMCP}
+	out := rt.Pipeline().RunAs(ctx, who, method, params, nil)
+	if out.Err != nil {
+		return nil, out.Err
+	}
+	return out.Result, nil
 }
 
 // release drops one reference; the last reference to a retired runtime closes it.

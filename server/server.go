@@ -80,7 +80,7 @@ type Server struct {
 	revocations *auth.Revocations
 
 	mcp   *mcpface.Face // nil when the MCP face is off
-	nekte *nekteCore    // nil when NEKTE was off at start
+	nekte *nekteService // nil when NEKTE was off at start
 	// metrics are the process's metrics, kept across reloads; nil when metrics are off.
 	metrics *observability.Metrics
 	// tracing is the tracer provider of the current configuration's tracing section, nil
@@ -203,7 +203,7 @@ func newServer(cfg *Config, opts Options) (_ *Server, err error) {
 			s.closeTracing()
 		}
 	}()
-	rt, err := buildRuntime(cfg, nil, s.log, opts.Now, s.opts.Targets, s.kv, s.KeyRing, s.revocations, s.metrics)
+	rt, err := buildRuntime(cfg, nil, s.log, opts.Now, s.opts.Targets, s.nekte, s.kv, s.KeyRing, s.revocations, s.metrics)
 	if err != nil {
 		s.closeNekte(context.Background())
 		s.closeRevocations()
@@ -218,22 +218,17 @@ func newServer(cfg *Config, opts Options) (_ *Server, err error) {
 	return s, nil
 }
 
-// startNekte builds the NEKTE service when cfg has a nekte section and adds it to the
-// targets every configuration routes (Options.Targets, which the server owns a copy of).
+// startNekte builds the NEKTE service when cfg has a nekte section; every configuration
+// with one routes it (buildRuntime).
 func (s *Server) startNekte(cfg *Config) error {
 	if cfg.Nekte == nil {
 		return nil
 	}
-	n, err := newNekteCore(s, cfg.Nekte)
+	n, err := newNekteService(s, cfg.Nekte)
 	if err != nil {
 		return err
 	}
-	targets, err := n.targets(s.opts.Targets)
-	if err != nil {
-		_ = n.svc.Close()
-		return fmt.Errorf("building configuration: %w", err)
-	}
-	s.nekte, s.opts.Targets = n, targets
+	s.nekte = n
 	return nil
 }
 

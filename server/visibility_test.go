@@ -218,7 +218,7 @@ func TestVisibilityFilter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			visible := v.capabilities(gateway.Principal{Subject: "tester", Scopes: tt.scopes}, gateway.ZoneExternal, gateway.ProtocolHTTP)
+			visible := v.Visible(gateway.Principal{Subject: "tester", Scopes: tt.scopes}, gateway.ZoneExternal, gateway.ProtocolHTTP)
 			if got := visible(capability.Capability{ID: tt.id, Method: tt.method}); got != tt.want {
 				t.Fatalf("got %v, want %v", got, tt.want)
 			}

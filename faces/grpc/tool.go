@@ -107,12 +107,7 @@ func (ts *toolService) ListTools(_ context.Context, req *toolv1.ListToolsRequest
 func (ts *toolService) mcpTarget() *mcpbackend.Target {
 	rt := ts.gw.Acquire()
 	defer rt.Release()
-	for _, t := range rt.Table().Targets() {
-		if mt, ok := t.(*mcpbackend.Target); ok {
-			return mt
-		}
-	}
-	return nil
+	return rt.Table().MCP()
 }
 
 func (ts *toolService) provenance(target *mcpbackend.Target, tool string, result []byte) *commonv1.ProvenanceRecord {

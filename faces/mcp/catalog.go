@@ -13,12 +13,7 @@ import (
 // reload replaced it, and keeps it published as the catalog changes.
 func (f *Face) Sync() {
 	rt := f.gw.Acquire()
-	var target *mcpbackend.Target
-	for _, t := range rt.Table().Targets() {
-		if mt, ok := t.(*mcpbackend.Target); ok {
-			target = mt
-		}
-	}
+	target := rt.Table().MCP()
 	rt.Release()
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -60,4 +60,13 @@
 // the rest); nekte.Resolve picks the one the budget allows. The result carries meta.ms
 // (the Invoker's time) and meta.tokens_used (cl100k tokens of out), and both feed the
 // capability's cost hint, a moving average kept in atomics on the catalog entry.
+//
+// # Visibility
+//
+// A Visibility decides what one caller sees of a configuration's catalogs — nekte.discover,
+// the agent card, the MCP face's lists — by asking, for the call that runs each entry, the
+// decision the server hands it (VisibilityParams.Decide, the policy engine's filter: the
+// package does not import auth/policy). DiscoverOptions.Visible takes its per-caller
+// filter; hidden entries are left out before filtering and paging, and the view's
+// fingerprint binds cursors to it.
 package capability

@@ -5,7 +5,89 @@ import (
 	"encoding/hex"
 	"slices"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
 )
+
+// Visibility decides what a caller sees in the catalogs of one configuration
+// (nekte.discover, the agent card, the MCP face's tools/list, resources/list,
+// resources/templates/list and prompts/list): an entry is shown when the configuration's
+// policy would let the caller reach the call that runs it (Decide). Listing decides
+// nothing: a call of an entry that is hidden still goes through the policy stage, which
+// refuses it with its own error.
+type Visibility struct {
+	decide  func(gateway.Principal, gateway.TrustZone, gateway.Protocol, *gateway.Call) bool
+	routes  Router
+	hideAll bool
+}
+
+// Router finds the target of a method, as the routing table does (routing.Table).
+type Router interface {
+	// Lookup returns the target for method; false when no target serves it.
+	Lookup(method string) (gateway.Target, bool)
+}
+
+// VisibilityParams are what a Visibility is built from.
+type VisibilityParams struct {
+	// Decide reports whether the caller (principal, zone, protocol) may reach call, whose
+	// Target is set: the policy's filter, describing the call as the policy stage does, so
+	// that a listing and the decision on a call agree. Nil when the configuration has no
+	// policy: then everything is shown.
+	Decide func(p gateway.Principal, zone gateway.TrustZone, proto gateway.Protocol, call *gateway.Call) bool
+	// Routes finds the target of an entry's method; a method it does not route is hidden.
+	Routes Router
+	// HideAll hides everything: set when the policy does not compile, since the policy
+	// stage then refuses every call.
+	HideAll bool
+}
+
+// NewVisibility returns the Visibility of p.
+func NewVisibility(p VisibilityParams) *Visibility {
+	return &Visibility{decide: p.Decide, routes: p.Routes, hideAll: p.HideAll}
+}
+
+// Filters reports whether the visibility hides anything from anyone: false without a
+// policy.
+func (v *Visibility) Filters() bool { return v.hideAll || v.decide != nil }
+
+// Shows reports whether the caller (principal, zone, protocol) sees the entry run by
+// method as capability id ("" for a direct call). A method no target serves is hidden.
+func (v *Visibility) Shows(p gateway.Principal, zone gateway.TrustZone, proto gateway.Protocol, method, id string) bool {
+	return v.ShowsCall(p, zone, proto, &gateway.Call{Method: method, Capability: id})
+}
+
+// ShowsCall is Shows for a call described with its params (an MCP face's resources/read,
+// prompts/get or completion/complete names what it reaches in them); it sets call.Target.
+func (v *Visibility) ShowsCall(p gateway.Principal, zone gateway.TrustZone, proto gateway.Protocol, call *gateway.Call) bool {
+	if v.hideAll {
+		return false
+	}
+	if v.decide == nil {
+		return true
+	}
+	t, ok := v.routes.Lookup(call.Method)
+	if !ok {
+		return false
+	}
+	call.Target = t
+	return v.decide(p, zone, proto, call)
+}
+
+// Visible returns the capability filter of the caller (DiscoverOptions' Visible): a
+// capability runs its method through the pipeline as the caller, with the capability's id.
+// Nil when nothing is hidden.
+func (v *Visibility) Visible(p gateway.Principal, zone gateway.TrustZone, proto gateway.Protocol) func(Capability) bool {
+	if !v.Filters() {
+		return nil
+	}
+	return func(c Capability) bool { return v.Shows(p, zone, proto, c.Method, c.ID) }
+}
+
+// Anonymous is the filter of a caller with no credentials — no scopes, on the boundary,
+// over HTTP: what a document served to anyone (the agent card) may list.
+func (v *Visibility) Anonymous() func(Capability) bool {
+	return v.Visible(gateway.Principal{}, gateway.ZoneExternal, gateway.ProtocolHTTP)
+}
 
 // view is what one caller may see of a snapshot: shown[i] tells whether s.entries[i] is
 // visible, and key fingerprints the hidden ids for cursors. A nil view shows everything.

@@ -413,7 +413,7 @@ func ValidateAll(cfgs []Config) error {
 
 // RouteConfig is the backend that answers the requests of upstreams whose policy is
 // "route" (routing.mcp.sampling_backend, routing.mcp.elicitation_backend). Exactly one of
-// HTTP and Method is set. The gateway's server builds the handler from it.
+// HTTP and Method is set. NewRouteBackends builds the handler from it.
 type RouteConfig struct {
 	// HTTP posts each request's params as JSON to an endpoint; a 2xx body is the result.
 	HTTP *RouteHTTPConfig `yaml:"http" json:"http,omitempty"`

@@ -57,7 +57,9 @@
 // above at warn, the rest at info), and
 // sampling/createMessage and elicitation/create when the upstream's policy for them is
 // "client" (Config.Sampling, Config.Elicitation; "refuse", the default, answers with an
-// error, and "route" hands them to the SamplingHandler or ElicitationHandler). A request
+// error, and "route" hands them to the SamplingHandler or ElicitationHandler, which
+// RouteBackends builds from routing.mcp.sampling_backend and elicitation_backend: an HTTP
+// endpoint, or a method run through the pipeline by the RunFunc the server binds). A request
 // is relayed only when the peer declared the capability (for elicitation, form mode).
 //
 // Attribution is never a guess. A message that arrives in the context of the request

@@ -8,8 +8,8 @@ import (
 )
 
 // SamplingHandler answers sampling/createMessage requests from upstreams whose sampling
-// policy is "route". The server implements it by routing to a configured backend (a gRPC
-// method or an HTTP endpoint).
+// policy is "route". RouteBackends implements it by sending them to a configured backend
+// (a routed method, a gRPC backend's among them, or an HTTP endpoint).
 //
 // CreateMessage receives the request's params as the upstream sent them and returns the
 // CreateMessageResult JSON. An error that is a *gateway.Error is sent to the upstream with

@@ -46,5 +46,16 @@
 // full output, and the task's timestamps. nekte.verify checks a caller's result hash
 // against it, re-runs deterministic capabilities, and reports provenance.
 //
+// # Configurations
+//
+// One Service lives as long as the process, so tasks survive reloads. Each configuration
+// routes the nekte.* methods to a Route of its own (NewRoute), which carries the Service
+// with that configuration's capability catalog, agent card (endpoint and authentication)
+// and Visibility: under a policy, nekte.discover and the card list only what the caller
+// (for the card, a caller without credentials) may reach. The Service reads the catalog of
+// the configuration current at each call through a CurrentCatalog. Service and Route tell
+// the stages what they are through gateway's optional interfaces: no backend, NEKTE
+// reached, task calls never retried.
+//
 // docs/nekte-tasks.md describes the behaviour and every configuration key.
 package nekte

@@ -1,4 +1,4 @@
-package server
+package mcpbackend
 
 import (
 	"bytes"
@@ -11,60 +11,64 @@ import (
 	"strconv"
 	"sync/atomic"
 
-	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
-	"github.com/gatehouse-dev/gatehouse/routing"
-	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
-// HeaderMCPUpstream names, on a request to an HTTP sampling or elicitation backend, the
+// HeaderUpstream names, on a request to an HTTP sampling or elicitation backend, the
 // upstream MCP server the request came from.
-const HeaderMCPUpstream = "Gatehouse-Mcp-Upstream"
+const HeaderUpstream = "Gatehouse-Mcp-Upstream"
 
-// mcpRoutes are the backends of routing.mcp.sampling_backend and elicitation_backend for
-// one configuration: the handlers behind the bridge's "route" policy. A routed method
-// runs through the pipeline of the runtime the bridge belongs to, bound once it is built.
-type mcpRoutes struct {
-	sampling, elicitation *mcpRoute
-	rt                    atomic.Pointer[runtime]
+// RunFunc runs method through the gateway's pipeline as an internal call by principal,
+// with params as its params, and returns its result. On return, the result is non-nil iff
+// err is nil.
+type RunFunc func(ctx context.Context, principal gateway.Principal, method string, params json.RawMessage) (json.RawMessage, error)
+
+// RouteBackends are the backends of routing.mcp.sampling_backend and elicitation_backend
+// for one configuration: the handlers behind the bridge's "route" policy. A routed method
+// runs through the pipeline of the configuration the bridge belongs to, bound (Bind) once
+// it is built.
+type RouteBackends struct {
+	sampling, elicitation *routeBackend
+	run                   atomic.Pointer[RunFunc]
 }
 
-// mcpRoute is one backend: an HTTP endpoint or a routed method.
-type mcpRoute struct {
-	what   string // "sampling" or "elicitation", for errors
-	routes *mcpRoutes
-	http   *mcpbackend.RouteHTTPConfig // with defaults; nil for a method
-	client *http.Client
-	method string
+// routeBackend is one backend: an HTTP endpoint or a routed method.
+type routeBackend struct {
+	what     string // "sampling" or "elicitation", for errors
+	backends *RouteBackends
+	http     *RouteHTTPConfig // with defaults; nil for a method
+	client   *http.Client
+	method   string
 }
 
 var (
-	_ mcpbackend.SamplingHandler    = (*mcpRoute)(nil)
-	_ mcpbackend.ElicitationHandler = (*mcpRoute)(nil)
+	_ SamplingHandler    = (*routeBackend)(nil)
+	_ ElicitationHandler = (*routeBackend)(nil)
 )
 
-// newMCPRoutes builds the route backends of cfg; nil when none is configured.
-func newMCPRoutes(cfg *routing.MCPConfig) (*mcpRoutes, error) {
-	if cfg == nil || (cfg.SamplingBackend == nil && cfg.ElicitationBackend == nil) {
+// NewRouteBackends builds the route backends of sampling and elicitation (each nil when
+// not configured); nil when neither is.
+func NewRouteBackends(sampling, elicitation *RouteConfig) (*RouteBackends, error) {
+	if sampling == nil && elicitation == nil {
 		return nil, nil
 	}
-	r := &mcpRoutes{}
+	r := &RouteBackends{}
 	var err error
-	if r.sampling, err = r.backend("sampling", cfg.SamplingBackend); err != nil {
+	if r.sampling, err = r.backend("sampling", sampling); err != nil {
 		return nil, err
 	}
-	if r.elicitation, err = r.backend("elicitation", cfg.ElicitationBackend); err != nil {
+	if r.elicitation, err = r.backend("elicitation", elicitation); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-func (r *mcpRoutes) backend(what string, cfg *mcpbackend.RouteConfig) (*mcpRoute, error) {
+func (r *RouteBackends) backend(what string, cfg *RouteConfig) (*routeBackend, error) {
 	if cfg == nil {
 		return nil, nil
 	}
-	b := &mcpRoute{what: what, routes: r, method: cfg.Method}
+	b := &routeBackend{what: what, backends: r, method: cfg.Method}
 	if cfg.HTTP == nil {
 		return b, nil
 	}
@@ -84,40 +88,41 @@ func (r *mcpRoutes) backend(what string, cfg *mcpbackend.RouteConfig) (*mcpRoute
 	return b, nil
 }
 
-// options are the bridge options installing the handlers.
-func (r *mcpRoutes) options() []mcpbackend.Option {
+// Options are the bridge options installing the handlers (none for nil r).
+func (r *RouteBackends) Options() []Option {
 	if r == nil {
 		return nil
 	}
-	var opts []mcpbackend.Option
+	var opts []Option
 	if r.sampling != nil {
-		opts = append(opts, mcpbackend.WithSampling(r.sampling))
+		opts = append(opts, WithSampling(r.sampling))
 	}
 	if r.elicitation != nil {
-		opts = append(opts, mcpbackend.WithElicitation(r.elicitation))
+		opts = append(opts, WithElicitation(r.elicitation))
 	}
 	return opts
 }
 
-// bind sets the runtime routed methods run in.
-func (r *mcpRoutes) bind(rt *runtime) {
+// Bind sets how routed methods run: through the pipeline of the configuration the
+// backends belong to. Until then a routed method is not ready. Nil r ignores it.
+func (r *RouteBackends) Bind(run RunFunc) {
 	if r != nil {
-		r.rt.Store(rt)
+		r.run.Store(&run)
 	}
 }
 
-// CreateMessage implements mcpbackend.SamplingHandler.
-func (b *mcpRoute) CreateMessage(ctx context.Context, upstream string, params json.RawMessage) (json.RawMessage, error) {
+// CreateMessage implements SamplingHandler.
+func (b *routeBackend) CreateMessage(ctx context.Context, upstream string, params json.RawMessage) (json.RawMessage, error) {
 	return b.answer(ctx, upstream, params)
 }
 
-// Elicit implements mcpbackend.ElicitationHandler.
-func (b *mcpRoute) Elicit(ctx context.Context, upstream string, params json.RawMessage) (json.RawMessage, error) {
+// Elicit implements ElicitationHandler.
+func (b *routeBackend) Elicit(ctx context.Context, upstream string, params json.RawMessage) (json.RawMessage, error) {
 	return b.answer(ctx, upstream, params)
 }
 
 // answer sends params to the backend and returns its result, a JSON object.
-func (b *mcpRoute) answer(ctx context.Context, upstream string, params json.RawMessage) (json.RawMessage, error) {
+func (b *routeBackend) answer(ctx context.Context, upstream string, params json.RawMessage) (json.RawMessage, error) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	var out json.RawMessage
@@ -157,7 +162,7 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // post sends params to the HTTP backend; a 2xx body (at most max_response_bytes) is the
 // result.
-func (b *mcpRoute) post(ctx context.Context, upstream string, params json.RawMessage) (json.RawMessage, error) {
+func (b *routeBackend) post(ctx context.Context, upstream string, params json.RawMessage) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.http.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.http.URL, bytes.NewReader(params))
@@ -169,7 +174,7 @@ func (b *mcpRoute) post(ctx context.Context, upstream string, params json.RawMes
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set(HeaderMCPUpstream, upstream)
+	req.Header.Set(HeaderUpstream, upstream)
 	resp, err := b.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -194,15 +199,10 @@ func (b *mcpRoute) post(ctx context.Context, upstream string, params json.RawMes
 
 // run calls the routed method through the pipeline as an internal call by the gateway on
 // behalf of the upstream.
-func (b *mcpRoute) run(ctx context.Context, upstream string, params json.RawMessage) (json.RawMessage, error) {
-	rt := b.routes.rt.Load()
-	if rt == nil {
+func (b *routeBackend) run(ctx context.Context, upstream string, params json.RawMessage) (json.RawMessage, error) {
+	run := b.backends.run.Load()
+	if run == nil {
 		return nil, gateway.Errorf(schemas.CodeUnavailable, "The %s backend is not ready", b.what).With("upstream", upstream)
 	}
-	who := faces.Caller{Principal: gateway.Principal{Subject: "mcp-upstream:" + upstream}, Zone: gateway.ZoneInternal, Protocol: gateway.ProtocolMCP}
-	out := rt.Pipeline().RunAs(ctx, who, b.method, params, nil)
-	if out.Err != nil {
-		return nil, out.Err
-	}
-	return out.Result, nil
+	return (*run)(ctx, gateway.Principal{Subject: "mcp-upstream:" + upstream}, b.method, params)
 }
