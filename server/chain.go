@@ -1,32 +1,20 @@
 package server
 
 import (
-	"log/slog"
-	"time"
-
 	"github.com/gatehouse-dev/gatehouse/auth"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/resilience"
 	"github.com/gatehouse-dev/gatehouse/routing"
-	"github.com/gatehouse-dev/gatehouse/state"
 )
 
-// pipelineParams are what one configuration's pipeline is built from.
+// pipelineParams are what one configuration's pipeline is built from: the process its
+// stages keep their state in and report to, and the configuration's own parts.
 type pipelineParams struct {
+	process
 	cfg   *Config
 	pol   runtimePolicy // the configuration's compiled policy
 	table *routing.Table
-	now   func() time.Time
-	// kv is the process's state store (rate-limit buckets, idempotency records and pending
-	// approvals live there, beyond one configuration).
-	kv state.KV
-	// ring returns the process's signing key ring, which mints downstream tokens.
-	ring func() *auth.KeyRing
-	// log receives the stages' logs, the approval audit among them.
-	log *slog.Logger
-	// m are the process's metrics (nil: off).
-	m *observability.Metrics
 }
 
 // built are the parts of a pipeline the runtime reads besides running calls through it:

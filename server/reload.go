@@ -38,7 +38,7 @@ func (s *Server) reloadLocked(cfg *Config, pre *compiled) error {
 	if s.demoLn != nil && demoOnFreePort(cfg) {
 		pointDemoRoutes(cfg, cfg.Server.DemoGRPC.Addr, s.demoLn.Addr().String())
 	}
-	rt, err := buildRuntime(cfg, pre, s.log, s.opts.Now, s.opts.Targets, s.nekte, s.kv, s.KeyRing, s.revocations, s.metrics)
+	rt, err := buildRuntime(cfg, pre, s.process())
 	if err != nil {
 		tr.drop()
 		return fmt.Errorf("building configuration: %w", err)

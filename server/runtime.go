@@ -56,17 +56,37 @@ type runtime struct {
 	closeOnce sync.Once
 }
 
-// buildRuntime builds a runtime from cfg, with what validating it compiled (pre; nil when
-// it was not validated here: then it is compiled now); extra targets (used by tests and
-// embedders) are routed beside the configured ones. The process's NEKTE service svc (nil
-// when NEKTE was off at start) is routed when cfg has a nekte section, with a capability
-// catalog built from every other target (routeNekte). kv is the process's state store,
-// which the approval stage keeps pending approvals in; ring returns the process's signing
-// key ring (nil: none), which mints the downstream tokens of the configuration's hops; rev
-// is the process's revocation list, which the authenticator consults; m are the process's
-// metrics (nil: off).
-func buildRuntime(cfg *Config, pre *compiled, log *slog.Logger, now func() time.Time, extra map[string]gateway.Target, svc *nekteService, kv state.KV, ring func() *auth.KeyRing, rev *auth.Revocations,
-	m *observability.Metrics) (*runtime, error) {
+// process is what every configuration's runtime is built on and what outlives them: the
+// server's logger, clock, state store, key ring, revocation list, metrics and NEKTE service.
+type process struct {
+	log *slog.Logger
+	now func() time.Time
+	// extra are targets routed beside the configured ones (Options.Targets: tests, embedders).
+	extra map[string]gateway.Target
+	// nekte is the process's NEKTE service, nil when NEKTE was off at start; it is routed in
+	// every configuration with a nekte section, with a capability catalog built from every
+	// other target (routeNekte).
+	nekte *nekteService
+	// kv is the state store: pending approvals, rate-limit buckets, idempotency records.
+	kv state.KV
+	// ring returns the signing key ring (nil: none), which mints the hops' downstream tokens.
+	ring func() *auth.KeyRing
+	// rev is the revocation list the authenticator consults.
+	rev *auth.Revocations
+	// m are the metrics (nil: off).
+	m *observability.Metrics
+}
+
+// process returns what the server builds every configuration's runtime on.
+func (s *Server) process() process {
+	return process{log: s.log, now: s.opts.Now, extra: s.opts.Targets, nekte: s.nekte, kv: s.kv, ring: s.KeyRing,
+		rev: s.revocations, m: s.metrics}
+}
+
+// buildRuntime builds a runtime from cfg on the process p, with what validating cfg
+// compiled (pre; nil when it was not validated here: then it is compiled now).
+func buildRuntime(cfg *Config, pre *compiled, p process) (*runtime, error) {
+	log, now, m := p.log, p.now, p.m
 	var routes *mcpbackend.RouteBackends
 	if mc := cfg.Routing.MCP; mc != nil {
 		var err error
@@ -76,7 +96,7 @@ func buildRuntime(cfg *Config, pre *compiled, log *slog.Logger, now func() time.
 	}
 	// The authenticator is opened first: a configuration whose keys cannot be read (a
 	// missing PEM file, a bad JWKS file) is refused, at startup and on reload.
-	authn, err := auth.Open(context.Background(), cfg.Auth, auth.Options{Logger: log, Now: now, Revocations: rev, OnToken: m.TokenChecked})
+	authn, err := auth.Open(context.Background(), cfg.Auth, auth.Options{Logger: log, Now: now, Revocations: p.rev, OnToken: m.TokenChecked})
 	if err != nil {
 		return nil, err
 	}
@@ -85,13 +105,13 @@ func buildRuntime(cfg *Config, pre *compiled, log *slog.Logger, now func() time.
 	if err != nil {
 		return nil, errors.Join(err, authn.Close())
 	}
-	for method, t := range extra {
+	for method, t := range p.extra {
 		if err := table.Add(method, t); err != nil {
 			return nil, errors.Join(err, table.Close(), authn.Close())
 		}
 	}
 	pol := policyOf(cfg, pre)
-	handler, parts := pipeline(pipelineParams{cfg: cfg, pol: pol, table: table, now: now, kv: kv, ring: ring, log: log, m: m})
+	handler, parts := pipeline(pipelineParams{process: p, cfg: cfg, pol: pol, table: table})
 	rt := &runtime{
 		cfg:     cfg,
 		handler: handler,
@@ -105,7 +125,7 @@ func buildRuntime(cfg *Config, pre *compiled, log *slog.Logger, now func() time.
 		access:  observability.NewAccessLog(cfg.Log, log),
 		now:     now,
 	}
-	if err := rt.routeNekte(svc); err != nil {
+	if err := rt.routeNekte(p.nekte); err != nil {
 		return nil, errors.Join(err, table.Close(), authn.Close())
 	}
 	routes.Bind(rt.runForUpstream) // routed sampling and elicitation methods run in this configuration

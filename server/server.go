@@ -203,7 +203,7 @@ func newServer(cfg *Config, opts Options) (_ *Server, err error) {
 			s.closeTracing()
 		}
 	}()
-	rt, err := buildRuntime(cfg, nil, s.log, opts.Now, s.opts.Targets, s.nekte, s.kv, s.KeyRing, s.revocations, s.metrics)
+	rt, err := buildRuntime(cfg, nil, s.process())
 	if err != nil {
 		s.closeNekte(context.Background())
 		s.closeRevocations()
