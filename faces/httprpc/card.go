@@ -46,35 +46,3 @@ func (f *Face) serveAgentCard(c *gin.Context) {
 func requestEndpoint(r *http.Request) string {
 	return faces.RequestOrigin(r) + RPCPath
 }
-
-// JWKSPath is where the boundary publishes the gateway's public keys.
-const JWKSPath = "/.well-known/jwks.json"
-
-// withJWKS serves GET (and HEAD) JWKSPath in front of next: the JSON Web Key Set of the
-// keys the gateway signs with — its key ring's (auth.keyring) and the NEKTE receipt key,
-// when NEKTE is on — to anyone, like the agent card. Other methods on that path are
-// refused with 405.
-func (f *Face) withJWKS(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != JWKSPath {
-			next.ServeHTTP(w, r)
-			return
-		}
-		traceID := observability.NewTraceID()
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			faces.WriteHTTPError(w, http.StatusMethodNotAllowed, gateway.Errorf(schemas.CodeInvalidRequest, "Method not allowed"), traceID, faces.EncodingJSON)
-			return
-		}
-		body := f.gw.JWKS()
-		h := w.Header()
-		h.Set("Content-Type", faces.JSONContentType)
-		h.Set("Content-Length", strconv.Itoa(len(body)))
-		h.Set("Cache-Control", "no-cache") // a key generated per process changes on restart
-		h.Set("X-Trace-Id", traceID)
-		w.WriteHeader(http.StatusOK)
-		if r.Method == http.MethodGet {
-			_, _ = w.Write(body)
-		}
-	})
-}

@@ -16,12 +16,9 @@ import (
 // rateLimitContext returns the context the calls of one POST /rpc run under: it carries
 // the caller's address (how anonymous callers are told apart by the rate-limit and
 // idempotency stages) and turns each rate-limit draw into the response's RateLimit and
-// RateLimit-Policy headers. Without either section it is r's context.
+// RateLimit-Policy headers. The face asks for it only when either section is configured.
 func rateLimitContext(st Settings, w http.ResponseWriter, r *http.Request) context.Context {
 	ctx := r.Context()
-	if !st.RateLimits && !st.Idempotency {
-		return ctx
-	}
 	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
 		ctx = resilience.WithClientAddr(ctx, ap.Addr())
 	}

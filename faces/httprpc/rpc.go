@@ -63,7 +63,11 @@ func (f *Face) serveRPC(c *gin.Context) {
 	}
 	outp := bodyPool.Get().(*[]byte)
 	defer bodyPool.Put(outp)
-	out := p.ServeEncoded(rateLimitContext(st, w, r), ex, enc, body, (*outp)[:0])
+	ctx = r.Context()
+	if st.RateLimits || st.Idempotency {
+		ctx = rateLimitContext(st, w, r)
+	}
+	out := p.ServeEncoded(ctx, ex, enc, body, (*outp)[:0])
 	*outp = out[:0]
 	switch {
 	case events.isNamed(): // a stream of named events ends with its last event
