@@ -9,6 +9,10 @@
 // EventDeliverer, ProgressDeliverer, MetadataDeliverer, InputDeliverer) found by type
 // assertion on Exchange.Delivery.
 //
+// The package owns the jsonrpc and batch sections of the configuration (JSONRPCConfig,
+// BatchConfig: decoder limits, body and collected-result bounds, batch sizes per tier and
+// their concurrency), which the Pipeline applies on every face.
+//
 // faces imports schemas, codecs, gateway, state and the middle row (auth, resilience,
 // routing, observability); it never imports a face or the server.
 package faces

@@ -196,6 +196,21 @@ func (b *Breakers) States() []BreakerState {
 	return out
 }
 
+// Tripped returns the breakers that are open or half-open, ordered by backend, for
+// readiness; nil when there are none. A nil Breakers (no breakers section) has none.
+func (b *Breakers) Tripped() []BreakerState {
+	if b == nil {
+		return nil
+	}
+	var out []BreakerState
+	for _, s := range b.States() {
+		if s.State != BreakerClosed {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 func (br *breaker) state() BreakerState {
 	s := BreakerState{Backend: br.name}
 	switch br.cb.State() {

@@ -359,6 +359,29 @@ func TestBreakerPassesCallsWithoutBackend(t *testing.T) {
 	}
 }
 
+// TestBreakersTripped: only open or half-open breakers are tripped; no breakers section
+// (a nil Breakers) has none.
+func TestBreakersTripped(t *testing.T) {
+	if got := (*resilience.Breakers)(nil).Tripped(); got != nil {
+		t.Errorf("nil breakers: tripped %v", got)
+	}
+	tgt := &breakerTarget{err: brkUnavailable}
+	s := brkSettings
+	s.MinRequests = 1
+	b := resilience.NewBreakers(&resilience.BreakersConfig{Default: s})
+	h := gateway.Chain(tgt.invoke, b.Middleware(func(c *gateway.Call) string { return c.Method }))
+	if got := b.Tripped(); got != nil {
+		t.Fatalf("fresh breakers: tripped %v", got)
+	}
+	for range 3 {
+		_ = callBackend(h, "calc")
+	}
+	got := b.Tripped()
+	if len(got) != 1 || got[0].Backend != "calc" || got[0].State != resilience.BreakerOpen {
+		t.Errorf("tripped %+v, want calc open", got)
+	}
+}
+
 func TestBreakersConfig(t *testing.T) {
 	cfg := resilience.BreakersConfig{
 		Default:  resilience.BreakerSettings{MinRequests: 50, OpenDuration: time.Second},

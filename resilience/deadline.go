@@ -2,6 +2,7 @@ package resilience
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
@@ -52,6 +53,31 @@ func (c DeadlineConfig) WithDefaults() DeadlineConfig {
 		c.Reserve = DefaultReserve
 	}
 	return c
+}
+
+// Validate reports the relations between the section's fields it breaks, with defaults
+// applied: default no longer than max, min_remaining shorter than default, reserve at most
+// MaxReserve and, with min_remaining, shorter than default. Paths are relative to the
+// section ("min_remaining").
+func (c DeadlineConfig) Validate() []ConfigError {
+	c = c.WithDefaults()
+	var errs []ConfigError
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, ConfigError{Path: path, Msg: fmt.Sprintf(format, args...)})
+	}
+	if c.Default > c.Max {
+		bad("default", "default (%s) is longer than max (%s)", c.Default, c.Max)
+	}
+	if c.MinRemaining >= c.Default {
+		bad("min_remaining", "min_remaining (%s) must be shorter than default (%s)", c.MinRemaining, c.Default)
+	}
+	if c.Reserve > MaxReserve {
+		bad("reserve", "reserve (%s) is longer than %s", c.Reserve, MaxReserve)
+	}
+	if c.Reserve+c.MinRemaining >= c.Default {
+		bad("reserve", "reserve + min_remaining (%s) must be shorter than default (%s)", c.Reserve+c.MinRemaining, c.Default)
+	}
+	return errs
 }
 
 // Budget returns what each hop of a call keeps back from its deadline.

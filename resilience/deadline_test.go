@@ -151,3 +151,37 @@ func BenchmarkDeadlineStage(b *testing.B) {
 		})
 	}
 }
+
+// TestDeadlineValidate: each broken relation between the section's fields is reported at
+// its key, with defaults filling what is unset.
+func TestDeadlineValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  resilience.DeadlineConfig
+		want []resilience.ConfigError
+	}{
+		{"defaults", resilience.DeadlineConfig{}, nil},
+		{"default past max", resilience.DeadlineConfig{Default: 10 * time.Minute, Max: time.Minute},
+			[]resilience.ConfigError{{Path: "default", Msg: "default (10m0s) is longer than max (1m0s)"}}},
+		{"min_remaining not below default", resilience.DeadlineConfig{Default: time.Second, MinRemaining: time.Second},
+			[]resilience.ConfigError{
+				{Path: "min_remaining", Msg: "min_remaining (1s) must be shorter than default (1s)"},
+				{Path: "reserve", Msg: "reserve + min_remaining (1.005s) must be shorter than default (1s)"},
+			}},
+		{"reserve past its bound", resilience.DeadlineConfig{Reserve: time.Hour, Max: 2 * time.Hour, Default: 2 * time.Hour},
+			[]resilience.ConfigError{{Path: "reserve", Msg: "reserve (1h0m0s) is longer than " + resilience.MaxReserve.String()}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.cfg.Validate()
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Errorf("problem %d: got %v, want %v", i, got[i], tt.want[i])
+				}
+			}
+		})
+	}
+}

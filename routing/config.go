@@ -21,6 +21,22 @@ type Config struct {
 	MCP *MCPConfig `yaml:"mcp" json:"mcp,omitempty"`
 }
 
+// BackendNames returns the names the targets of c give their backends
+// (gateway.BackendOf): a gRPC backend's name, an MCP server's as
+// mcpbackend.BackendPrefix + its name.
+func (c Config) BackendNames() map[string]bool {
+	known := make(map[string]bool)
+	for _, b := range c.GRPC {
+		known[b.Name] = true
+	}
+	if m := c.MCP; m != nil {
+		for _, s := range m.Servers {
+			known[mcpbackend.BackendPrefix+s.Name] = true
+		}
+	}
+	return known
+}
+
 // MCPConfig is the routing.mcp section.
 type MCPConfig struct {
 	// Namespace is put before each tool's name to make its JSON-RPC method (default "mcp.").

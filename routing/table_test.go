@@ -6,6 +6,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing"
+	"github.com/gatehouse-dev/gatehouse/routing/grpcbackend"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
 )
 
@@ -39,5 +40,20 @@ func TestTableMCP(t *testing.T) {
 	routed, _ := tb.Lookup("mcp.anything")
 	if mt == nil || gateway.Target(mt) != routed {
 		t.Fatalf("MCP() = %v, want the target of the mcp. prefix (%v)", mt, routed)
+	}
+}
+
+// TestBackendNames: gRPC backends by name, MCP servers under mcpbackend.BackendPrefix.
+func TestBackendNames(t *testing.T) {
+	cfg := routing.Config{
+		GRPC: []grpcbackend.Config{{Name: "calc"}},
+		MCP:  &routing.MCPConfig{Servers: []mcpbackend.Config{{Name: "fs"}}},
+	}
+	got := cfg.BackendNames()
+	if len(got) != 2 || !got["calc"] || !got[mcpbackend.BackendPrefix+"fs"] {
+		t.Errorf("backend names %v", got)
+	}
+	if got := (routing.Config{}).BackendNames(); len(got) != 0 {
+		t.Errorf("no backends: %v", got)
 	}
 }

@@ -78,7 +78,7 @@ type adminRuntime struct {
 func (r adminRuntime) Ready(ctx context.Context) map[string]string { return r.ready(ctx) }
 
 // TrippedBreakers implements adminface.Runtime.
-func (r adminRuntime) TrippedBreakers() []resilience.BreakerState { return r.trippedBreakers() }
+func (r adminRuntime) TrippedBreakers() []resilience.BreakerState { return r.breakers.Tripped() }
 
 // ApprovalStore implements adminface.Runtime.
 func (r adminRuntime) ApprovalStore() approval.Store { return approvalStore(r.kv, r.runtime) }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/auth/approval"
 	"github.com/gatehouse-dev/gatehouse/gateway"
-	"github.com/gatehouse-dev/gatehouse/server/config"
 	"github.com/gatehouse-dev/gatehouse/state"
 )
 
@@ -17,13 +16,4 @@ func (c *Config) approvalChainStage(kv state.KV, now func() time.Time, log *slog
 		return nil
 	}
 	return approval.NewStage(c.Approvals, approval.NewStore(kv, c.Approvals, now, log), now, log)
-}
-
-// validateApprovals reports the problems of the approvals section, at their paths.
-func (c *Config) validateApprovals(doc *config.Document) config.ErrorList {
-	var errs config.ErrorList
-	for _, p := range c.Approvals.Validate() {
-		errs = append(errs, doc.Errorf("approvals."+p.Path, "%s", p.Msg))
-	}
-	return errs
 }

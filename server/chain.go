@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/gatehouse-dev/gatehouse/auth"
+	"github.com/gatehouse-dev/gatehouse/auth/policy"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/resilience"
@@ -69,11 +70,11 @@ func pipeline(p pipelineParams) (gateway.Handler, built) {
 		// until an operator approves it (it runs), denies it or it expires (4003)
 		// (auth/approval.NewStage); in the chain whenever the policy stage is.
 		cfg.approvalChainStage(p.kv, p.now, p.log),
-		// idempotency: strips params.idempotency_key; a state-changing call (changesState)
+		// idempotency: strips params.idempotency_key; a state-changing call (policy.ChangesState)
 		// with one runs once per caller, method and key — repeats replay its kept success or
 		// wait for it, the same key with other params is -32602. After approval, so only an
 		// approved call is recorded. Nil without idempotency.
-		resilience.NewIdempotencyStage(cfg.Idempotency, p.kv, changesState, p.log),
+		resilience.NewIdempotencyStage(cfg.Idempotency, p.kv, policy.ChangesState, p.log),
 		// admission: the global adaptive concurrency limit (operator-zone calls bypass it),
 		// then the target's concurrency limit and queue — past Q_max a call is held in
 		// proportion to the excess, past 2·Q_max it is refused at once; refusals are 5002
@@ -82,7 +83,7 @@ func pipeline(p pipelineParams) (gateway.Handler, built) {
 		observability.StageSpan(traced, "admission", observability.CountAdmissions(parts.admission.Middleware(), m)),
 		// retry: one more attempt, after a short back-off, of a call that failed with
 		// UNAVAILABLE before its request reached the backend — when its mutation class is
-		// READ_ONLY or IDEMPOTENT_WRITE (repeatable) or it carries an idempotency key, its
+		// READ_ONLY or IDEMPOTENT_WRITE (policy.Repeatable) or it carries an idempotency key, its
 		// target does not call it unretryable (a NEKTE task), it has not read its input, has
 		// more than 2ε left, and its backend's retry budget has room; each retry is counted
 		// by backend. Above the breaker, so each attempt is judged by it. Nil without

@@ -11,8 +11,8 @@ import (
 	"github.com/gatehouse-dev/gatehouse/auth"
 	"github.com/gatehouse-dev/gatehouse/auth/approval"
 	"github.com/gatehouse-dev/gatehouse/auth/policy"
-	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/configs"
+	"github.com/gatehouse-dev/gatehouse/faces"
 	grpcface "github.com/gatehouse-dev/gatehouse/faces/grpc"
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	mcpface "github.com/gatehouse-dev/gatehouse/faces/mcp"
@@ -20,20 +20,21 @@ import (
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/resilience"
 	"github.com/gatehouse-dev/gatehouse/routing"
+	"github.com/gatehouse-dev/gatehouse/routing/nekte"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 	"github.com/gatehouse-dev/gatehouse/server/config"
 	"github.com/gatehouse-dev/gatehouse/state"
 )
 
 // Config is the whole configuration file. Each section is the config struct of the module
-// that owns it; sections the server owns (listeners, the JSON-RPC boundary) are defined here.
+// that owns it; the section the server owns (listeners) is defined here.
 type Config struct {
 	Server    ServerConfig              `yaml:"server" json:"server"`
-	JSONRPC   JSONRPCConfig             `yaml:"jsonrpc" json:"jsonrpc"`
-	Batch     BatchConfig               `yaml:"batch" json:"batch"`
+	JSONRPC   faces.JSONRPCConfig       `yaml:"jsonrpc" json:"jsonrpc"`
+	Batch     faces.BatchConfig         `yaml:"batch" json:"batch"`
 	WebSocket *ws.Config                `yaml:"websocket" json:"websocket,omitempty"`
 	MCPFace   *mcpface.Config           `yaml:"mcp_face" json:"mcp_face,omitempty"`
-	Nekte     *NekteConfig              `yaml:"nekte" json:"nekte,omitempty"`
+	Nekte     *nekte.Section            `yaml:"nekte" json:"nekte,omitempty"`
 	Deadline  resilience.DeadlineConfig `yaml:"deadline" json:"deadline"`
 	Auth      auth.Config               `yaml:"auth" json:"auth"`
 	Routing   routing.Config            `yaml:"routing" json:"routing"`
@@ -109,26 +110,6 @@ type AdminConfig struct {
 	Addr string `yaml:"addr" json:"addr,omitempty"`
 }
 
-// JSONRPCConfig bounds what the JSON-RPC decoder accepts, on every face.
-type JSONRPCConfig struct {
-	MaxBodyBytes   int64 `yaml:"max_body_bytes" json:"max_body_bytes,omitempty"`
-	MaxDepth       int   `yaml:"max_depth" json:"max_depth,omitempty"`
-	MaxStringBytes int   `yaml:"max_string_bytes" json:"max_string_bytes,omitempty"`
-	// MaxCollectedBytes bounds a streamed result gathered into one array (batch members,
-	// HTTP callers that do not accept text/event-stream).
-	MaxCollectedBytes int64 `yaml:"max_collected_bytes" json:"max_collected_bytes,omitempty"`
-}
-
-// BatchConfig governs JSON-RPC batches.
-type BatchConfig struct {
-	// MaxSize is the most members a batch may have, for callers of a tier not in Tiers.
-	MaxSize int `yaml:"max_size" json:"max_size,omitempty"`
-	// Tiers overrides MaxSize per client tier.
-	Tiers map[string]int `yaml:"tiers" json:"tiers,omitempty"`
-	// Concurrency bounds how many members of one batch run at once.
-	Concurrency int `yaml:"concurrency" json:"concurrency,omitempty"`
-}
-
 // Defaults for every limit.
 const (
 	DefaultBoundaryAddr      = "127.0.0.1:8080"
@@ -140,12 +121,6 @@ const (
 	DefaultReadTimeout       = 30 * time.Second
 	DefaultWriteTimeout      = 10 * time.Second
 	DefaultIdleTimeout       = 120 * time.Second
-	DefaultMaxBodyBytes      = 1 << 20
-	DefaultMaxDepth          = jsonrpc.DefaultMaxDepth
-	DefaultMaxStringBytes    = 256 << 10
-	DefaultMaxCollectedBytes = 4 << 20
-	DefaultBatchMaxSize      = 50
-	DefaultBatchConcurrency  = 16
 )
 
 // applyDefaults fills every zero limit with its default.
@@ -163,12 +138,8 @@ func (c *Config) applyDefaults() {
 	setDefault(&s.Boundary.ReadTimeout, DefaultReadTimeout)
 	setDefault(&s.Boundary.WriteTimeout, DefaultWriteTimeout)
 	setDefault(&s.Boundary.IdleTimeout, DefaultIdleTimeout)
-	setDefault(&c.JSONRPC.MaxBodyBytes, DefaultMaxBodyBytes)
-	setDefault(&c.JSONRPC.MaxDepth, DefaultMaxDepth)
-	setDefault(&c.JSONRPC.MaxStringBytes, DefaultMaxStringBytes)
-	setDefault(&c.JSONRPC.MaxCollectedBytes, DefaultMaxCollectedBytes)
-	setDefault(&c.Batch.MaxSize, DefaultBatchMaxSize)
-	setDefault(&c.Batch.Concurrency, DefaultBatchConcurrency)
+	c.JSONRPC = c.JSONRPC.WithDefaults()
+	c.Batch = c.Batch.WithDefaults()
 	if c.WebSocket != nil {
 		w := c.WebSocket.WithDefaults(c.JSONRPC.MaxBodyBytes)
 		c.WebSocket = &w
@@ -207,29 +178,14 @@ func (c *Config) validate(doc *config.Document) (compiled, config.ErrorList) {
 			bad(path, "not a host:port address")
 		}
 	}
-	if c.Deadline.Default > c.Deadline.Max {
-		bad("deadline.default", "default (%s) is longer than max (%s)", c.Deadline.Default, c.Deadline.Max)
-	}
-	if c.Deadline.MinRemaining >= c.Deadline.Default {
-		bad("deadline.min_remaining", "min_remaining (%s) must be shorter than default (%s)", c.Deadline.MinRemaining, c.Deadline.Default)
-	}
-	if c.Deadline.Reserve > resilience.MaxReserve {
-		bad("deadline.reserve", "reserve (%s) is longer than %s", c.Deadline.Reserve, resilience.MaxReserve)
-	}
-	if c.Deadline.Reserve+c.Deadline.MinRemaining >= c.Deadline.Default {
-		bad("deadline.reserve", "reserve + min_remaining (%s) must be shorter than default (%s)", c.Deadline.Reserve+c.Deadline.MinRemaining, c.Deadline.Default)
-	}
-	if f := c.MCPFace; f != nil && f.SessionKey != "" && len(f.SessionKey) < mcpface.MinSessionKeyBytes {
-		bad("mcp_face.session_key", "the key is %d bytes long: it must have at least %d (for example the output of `openssl rand -base64 48`)",
-			len(f.SessionKey), mcpface.MinSessionKeyBytes)
+	errs = append(errs, sectionErrors(doc, "deadline", c.Deadline.Validate())...)
+	if f := c.MCPFace; f != nil {
+		if err := f.ValidateSessionKey(); err != nil {
+			bad("mcp_face.session_key", "%v", err)
+		}
 	}
 	if n := c.Nekte; n != nil {
-		if err := n.validateEndpoint(); err != nil {
-			bad("nekte.endpoint", "%v", err)
-		}
-		for _, p := range nekteProblems(n.service().Validate()) {
-			bad(p.path, "%s", p.msg)
-		}
+		errs = append(errs, sectionErrors(doc, "nekte", n.Validate())...)
 	}
 	if err := c.State.Validate(); err != nil {
 		bad("state", "%v", err)
@@ -246,17 +202,32 @@ func (c *Config) validate(doc *config.Document) (compiled, config.ErrorList) {
 		bad("auth", "%v", err)
 	}
 	var parts compiled
-	var policyErrs []policy.ConfigError
-	parts.policy, policyErrs = c.compilePolicy()
-	for _, p := range policyErrs {
-		bad(p.Path, "%s", p.Msg)
+	if c.Policy != nil {
+		var problems []policy.ConfigError
+		parts.policy, problems = policy.Compile(*c.Policy)
+		errs = append(errs, sectionErrors(doc, "policy", problems)...)
 	}
-	errs = append(errs, c.validateApprovals(doc)...)
+	errs = append(errs, sectionErrors(doc, "approvals", c.Approvals.Validate())...)
 	errs = append(errs, c.validateResilience(doc)...)
 	if err := c.Routing.Validate(); err != nil {
 		bad("routing", "%v", err)
 	}
 	return parts, errs
+}
+
+// sectionErrors positions in doc the problems the owner of a section reports, each at its
+// path relative to the section ("" for the section itself).
+func sectionErrors[P ~struct{ Path, Msg string }](doc *config.Document, section string, problems []P) config.ErrorList {
+	var errs config.ErrorList
+	for _, p := range problems {
+		q := struct{ Path, Msg string }(p)
+		path := section
+		if q.Path != "" {
+			path += "." + q.Path
+		}
+		errs = append(errs, doc.Errorf(path, "%s", q.Msg))
+	}
+	return errs
 }
 
 // Load reads, interpolates, validates and decodes the configuration file at path. On
@@ -310,8 +281,8 @@ func parse(file string, data []byte) (*Config, *compiled, error) {
 	}
 	if file != "" { // relative paths name files beside the configuration file
 		cfg.Auth = cfg.Auth.WithBaseDir(filepath.Dir(file))
-		if cfg.Nekte != nil && cfg.Nekte.Receipts.KeyFile != "" && !filepath.IsAbs(cfg.Nekte.Receipts.KeyFile) {
-			cfg.Nekte.Receipts.KeyFile = filepath.Join(filepath.Dir(file), cfg.Nekte.Receipts.KeyFile)
+		if cfg.Nekte != nil {
+			*cfg.Nekte = cfg.Nekte.WithBaseDir(filepath.Dir(file))
 		}
 	}
 	cfg.applyDefaults()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/configs"
+	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 	"github.com/gatehouse-dev/gatehouse/server/config"
 )
@@ -186,7 +187,7 @@ func TestEmptyFileTakesDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Batch.MaxSize != DefaultBatchMaxSize || cfg.Deadline.Default == 0 || cfg.WebSocket != nil || cfg.Routing.Demo != nil {
+	if cfg.Batch.MaxSize != faces.DefaultBatchMaxSize || cfg.Deadline.Default == 0 || cfg.WebSocket != nil || cfg.Routing.Demo != nil {
 		t.Fatalf("defaults: %+v", cfg)
 	}
 }

@@ -4,93 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/auth"
 	nk "github.com/gatehouse-dev/gatehouse/codecs/nekte"
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
 	"github.com/gatehouse-dev/gatehouse/routing/nekte"
 )
-
-// NekteConfig is the nekte section: NEKTE on the boundary — the nekte.* methods, the agent
-// card at /.well-known/nekte.json and the receipt key in /.well-known/jwks.json. Absent,
-// NEKTE is off. Tasks, Contexts and Receipts are read at start (tasks belong to the
-// process and outlive reloads); Catalog and Endpoint follow every reload. The fields are
-// those of routing/nekte's Config, beside Endpoint.
-type NekteConfig struct {
-	// Endpoint is the URL the agent card announces for JSON-RPC: the externally visible
-	// URL of POST /rpc, for a gateway behind a proxy that terminates TLS or rewrites paths.
-	// Empty: the URL of /rpc as the card's request addressed the boundary.
-	Endpoint string `yaml:"endpoint" json:"endpoint,omitempty"`
-	// Tasks bounds delegated tasks (nekte.TasksConfig).
-	Tasks nekte.TasksConfig `yaml:"tasks" json:"tasks"`
-	// Contexts bounds context envelopes (nekte.ContextsConfig).
-	Contexts nekte.ContextsConfig `yaml:"contexts" json:"contexts"`
-	// Receipts configures the key that signs task receipts (nekte.ReceiptsConfig).
-	Receipts nekte.ReceiptsConfig `yaml:"receipts" json:"receipts"`
-	// Catalog configures the capability catalog (capability.Config).
-	Catalog capability.Config `yaml:"catalog" json:"catalog"`
-}
-
-// service returns the routing/nekte configuration of the section.
-func (c *NekteConfig) service() nekte.Config {
-	return nekte.Config{Tasks: c.Tasks, Contexts: c.Contexts, Receipts: c.Receipts, Catalog: c.Catalog}
-}
-
-// errEndpoint refuses a nekte.endpoint that is not an absolute http(s) URL.
-var errEndpoint = errors.New("must be an absolute http:// or https:// URL, e.g. https://agents.example.com/rpc")
-
-// validateEndpoint checks nekte.endpoint (empty is valid).
-func (c *NekteConfig) validateEndpoint() error {
-	if c.Endpoint == "" {
-		return nil
-	}
-	u, err := url.Parse(c.Endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return errEndpoint
-	}
-	return nil
-}
-
-// nekteProblem is one problem routing/nekte's Config.Validate found, with the path of the
-// key it names.
-type nekteProblem struct{ path, msg string }
-
-// nekteProblems splits what nekte.Config.Validate returned into one problem per key, each
-// at nekte.<key> when its message starts with the key's dotted name (else at nekte).
-func nekteProblems(err error) []nekteProblem {
-	if err == nil {
-		return nil
-	}
-	errs := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	}
-	out := make([]nekteProblem, 0, len(errs))
-	for _, e := range errs {
-		msg := strings.TrimPrefix(e.Error(), "nekte: ")
-		path := "nekte"
-		if key, _, _ := strings.Cut(msg, " "); strings.Contains(key, ".") && !strings.ContainsAny(key, ":()") {
-			path += "." + key
-		}
-		out = append(out, nekteProblem{path: path, msg: msg})
-	}
-	return out
-}
-
-// nekteSettings are the settings of the nekte section a running service keeps until
-// restart.
-type nekteSettings struct {
-	tasks    nekte.TasksConfig
-	contexts nekte.ContextsConfig
-	receipts nekte.ReceiptsConfig
-}
-
-// processSettings returns the section's settings the service keeps until restart.
-func (c *NekteConfig) processSettings() nekteSettings {
-	return nekteSettings{tasks: c.Tasks, contexts: c.Contexts, receipts: c.Receipts}
-}
 
 // nekteService is the process's NEKTE service (routing/nekte.Service). It lives as long
 // as the Server, so delegated tasks survive reloads: every configuration with a nekte
@@ -100,15 +19,17 @@ func (c *NekteConfig) processSettings() nekteSettings {
 // beside the extra targets; the server drains and closes it.
 type nekteService struct {
 	svc *nekte.Service
-	// settings are those the service was built with; a reload that changes them is logged.
-	settings nekteSettings
+	// built is the configuration the service was built with; a reload that changes what
+	// it keeps until restart is logged (nekte.Config.NeedsRestart).
+	built nekte.Config
 }
 
 // newNekteService builds the service on the server's state store, with its capability
 // Invoker, for cfg. A method of the service that Options.Targets routes already is
 // refused.
-func newNekteService(s *Server, cfg *NekteConfig) (*nekteService, error) {
-	svc, err := nekte.New(cfg.service(), nekte.Options{
+func newNekteService(s *Server, cfg *nekte.Section) (*nekteService, error) {
+	built := cfg.Service()
+	svc, err := nekte.New(built, nekte.Options{
 		KV:      s.kv,
 		Catalog: nekte.CurrentCatalog(s.currentCatalog),
 		Invoker: s.CapabilityInvoker(),
@@ -127,7 +48,7 @@ func newNekteService(s *Server, cfg *NekteConfig) (*nekteService, error) {
 			return nil, fmt.Errorf("building configuration: method %q is served by both %q and %q", m, prev.Name(), svc.Name())
 		}
 	}
-	return &nekteService{svc: svc, settings: cfg.processSettings()}, nil
+	return &nekteService{svc: svc, built: built}, nil
 }
 
 // currentCatalog returns the current configuration's catalog, with the configuration held
@@ -161,7 +82,7 @@ func (rt *runtime) routeNekte(svc *nekteService) error {
 	case svc == nil:
 		rt.log.Warn("the nekte section was added after start: NEKTE starts with the next restart")
 		return nil
-	case cfg.processSettings() != svc.settings:
+	case svc.built.NeedsRestart(cfg.Service()):
 		rt.log.Warn("nekte tasks, contexts or receipts settings changed; they take effect on restart (the catalog and the endpoint follow the reload)")
 	}
 	reg, err := capability.New(cfg.Catalog, capability.SourcesOf(rt.table.Targets())...)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -19,7 +18,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
-	"github.com/gatehouse-dev/gatehouse/routing/nekte"
 	"github.com/gatehouse-dev/gatehouse/server/config"
 	"github.com/gatehouse-dev/gatehouse/state"
 )
@@ -58,21 +56,6 @@ func result(t *testing.T, r response) map[string]any {
 // httpFace is the JSON-over-HTTP face of the golden harness, for the tests that read
 // event streams in the background.
 var httpFace = goldenFaces[0]
-
-// TestNekteConfigMirrorsService checks that the nekte section has every key of
-// routing/nekte's Config (beside endpoint), with the same types, so nothing the service
-// can be configured with is missing from the file.
-func TestNekteConfigMirrorsService(t *testing.T) {
-	ours := map[string]reflect.Type{}
-	for f := range reflect.TypeFor[NekteConfig]().Fields() {
-		ours[f.Tag.Get("yaml")] = f.Type
-	}
-	for f := range reflect.TypeFor[nekte.Config]().Fields() {
-		if ours[f.Tag.Get("yaml")] != f.Type {
-			t.Errorf("nekte.Config.%s (yaml %q, %s) is not in NekteConfig with its type", f.Name, f.Tag.Get("yaml"), f.Type)
-		}
-	}
-}
 
 func TestNekteConfigErrors(t *testing.T) {
 	tests := []struct {

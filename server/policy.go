@@ -1,8 +1,6 @@
 package server
 
 import (
-	"errors"
-
 	"github.com/gatehouse-dev/gatehouse/auth/policy"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing"
@@ -48,31 +46,6 @@ func (p runtimePolicy) stage() gateway.Middleware {
 		return policy.NewRefusingStage(p.err)
 	}
 	return policy.NewStage(p.engine)
-}
-
-// compilePolicy compiles the policy section and returns the engine (nil without a section
-// or when it does not compile) and its problems, with paths from the root of the file.
-func (c *Config) compilePolicy() (*policy.Engine, []policy.ConfigError) {
-	if c.Policy == nil {
-		return nil, nil
-	}
-	e, err := policy.New(*c.Policy)
-	if err == nil {
-		return e, nil
-	}
-	errs := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	}
-	out := make([]policy.ConfigError, 0, len(errs))
-	for _, e := range errs {
-		if ce, ok := errors.AsType[*policy.ConfigError](e); ok {
-			out = append(out, policy.ConfigError{Path: "policy." + ce.Path, Msg: ce.Msg})
-		} else {
-			out = append(out, policy.ConfigError{Path: "policy", Msg: e.Error()})
-		}
-	}
-	return nil, out
 }
 
 // newVisibility returns what callers see of the catalogs of a runtime whose policy is pol

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"sort"
 
 	"github.com/gatehouse-dev/gatehouse/auth/policy"
@@ -12,29 +11,13 @@ import (
 )
 
 // The resilience stages (resilience/) as this configuration assembles them: what the
-// stages ask of the policy, the checks of their sections that need the whole file, and
-// the state of the built stages the runtime reads.
-
-// changesState is the idempotency stage's classifier: a call changes state unless the
-// policy classified it READ_ONLY. Without a policy section every call is taken to change
-// state, so a key a caller sends is always honoured.
-func changesState(ctx context.Context, _ *gateway.Call) bool {
-	d, ok := policy.DecisionFrom(ctx)
-	return !ok || d.Mutation != policy.ReadOnly
-}
-
-// repeatable reports whether the policy classified call READ_ONLY or IDEMPOTENT_WRITE.
-// Without a policy section no call is classified, and only an idempotency key makes one
-// retryable.
-func repeatable(ctx context.Context, _ *gateway.Call) bool {
-	d, ok := policy.DecisionFrom(ctx)
-	return ok && (d.Mutation == policy.ReadOnly || d.Mutation == policy.IdempotentWrite)
-}
+// stages ask of the policy and of the routing section, and the checks of their sections
+// that need the whole file.
 
 // retryOptions are the retry stage's options: a call's mutation class is the policy's
-// (repeatable), and a retry needs more than 2ε (deadline.min_remaining) left.
+// (policy.Repeatable), and a retry needs more than 2ε (deadline.min_remaining) left.
 func (c *Config) retryOptions() resilience.RetryOptions {
-	return resilience.RetryOptions{Repeatable: repeatable, MinRemaining: c.Deadline.WithDefaults().MinRemaining}
+	return resilience.RetryOptions{Repeatable: policy.Repeatable, MinRemaining: c.Deadline.WithDefaults().MinRemaining}
 }
 
 // newAdmission returns the admission control of p's configuration, nil without an
@@ -59,7 +42,7 @@ func newAdmission(p pipelineParams) *resilience.AdmissionControl {
 // unknownAdmissionBackends returns the names under admission.backends that name no backend
 // of the configuration or of targets, sorted.
 func (c *Config) unknownAdmissionBackends(targets []gateway.Target) []string {
-	known := c.backendNames()
+	known := c.Routing.BackendNames()
 	for _, t := range targets {
 		if name := gateway.BackendOf(&gateway.Call{Target: t}); name != "" {
 			known[name] = true
@@ -75,50 +58,26 @@ func (c *Config) unknownAdmissionBackends(targets []gateway.Target) []string {
 	return unknown
 }
 
-// backendNames returns the names the targets give the configured backends: a gRPC
-// backend's name, an MCP server's as mcpbackend.BackendPrefix + its name.
-func (c *Config) backendNames() map[string]bool {
-	known := make(map[string]bool)
-	for _, b := range c.Routing.GRPC {
-		known[b.Name] = true
-	}
-	if m := c.Routing.MCP; m != nil {
-		for _, s := range m.Servers {
-			known[mcpbackend.BackendPrefix+s.Name] = true
-		}
-	}
-	return known
-}
-
 // validateResilience reports the problems of the resilience sections at their paths,
 // among them a breakers.backends entry that names no backend of the routing section (a
 // typo would otherwise leave a backend on the defaults unnoticed).
 func (c *Config) validateResilience(doc *config.Document) config.ErrorList {
 	var errs config.ErrorList
 	if c.RateLimits != nil {
-		errs = append(errs, sectionErrors(doc, "rate_limits.", c.RateLimits.Validate())...)
+		errs = append(errs, sectionErrors(doc, "rate_limits", c.RateLimits.Validate())...)
 	}
 	if c.Idempotency != nil {
-		errs = append(errs, sectionErrors(doc, "idempotency.", c.Idempotency.Validate())...)
+		errs = append(errs, sectionErrors(doc, "idempotency", c.Idempotency.Validate())...)
 	}
 	if c.Breakers != nil {
-		errs = append(errs, sectionErrors(doc, "breakers.", c.Breakers.Validate())...)
+		errs = append(errs, sectionErrors(doc, "breakers", c.Breakers.Validate())...)
 		errs = append(errs, c.unknownBreakerBackends(doc)...)
 	}
 	if c.Retries != nil {
-		errs = append(errs, sectionErrors(doc, "retries.", c.Retries.Validate())...)
+		errs = append(errs, sectionErrors(doc, "retries", c.Retries.Validate())...)
 	}
 	if c.Admission != nil {
-		errs = append(errs, sectionErrors(doc, "admission.", c.Admission.WithDefaults().Validate())...)
-	}
-	return errs
-}
-
-// sectionErrors positions a section's problems in doc, prefix naming the section.
-func sectionErrors(doc *config.Document, prefix string, problems []resilience.ConfigError) config.ErrorList {
-	var errs config.ErrorList
-	for _, p := range problems {
-		errs = append(errs, doc.Errorf(prefix+p.Path, "%s", p.Msg))
+		errs = append(errs, sectionErrors(doc, "admission", c.Admission.WithDefaults().Validate())...)
 	}
 	return errs
 }
@@ -126,7 +85,7 @@ func sectionErrors(doc *config.Document, prefix string, problems []resilience.Co
 // unknownBreakerBackends reports the breakers.backends entries that name no backend.
 func (c *Config) unknownBreakerBackends(doc *config.Document) config.ErrorList {
 	var errs config.ErrorList
-	known := c.backendNames()
+	known := c.Routing.BackendNames()
 	for name := range c.Breakers.Backends {
 		if name != "" && !known[name] {
 			errs = append(errs, doc.Errorf("breakers."+resilience.BackendPath(name),
@@ -134,19 +93,4 @@ func (c *Config) unknownBreakerBackends(doc *config.Document) config.ErrorList {
 		}
 	}
 	return errs
-}
-
-// trippedBreakers returns the runtime's breakers that are open or half-open, for /readyz;
-// nil when there are none or no breakers section.
-func (rt *runtime) trippedBreakers() []resilience.BreakerState {
-	if rt.breakers == nil {
-		return nil
-	}
-	var out []resilience.BreakerState
-	for _, s := range rt.breakers.States() {
-		if s.State != resilience.BreakerClosed {
-			out = append(out, s)
-		}
-	}
-	return out
 }

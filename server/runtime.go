@@ -120,7 +120,7 @@ func buildRuntime(cfg *Config, pre *compiled, p process) (*runtime, error) {
 		authn:   authn,
 		table:   table,
 		policy:  pol,
-		limits:  jsonrpc.Limits{MaxDepth: cfg.JSONRPC.MaxDepth, MaxStringBytes: cfg.JSONRPC.MaxStringBytes, MaxBatch: cfg.Batch.MaxSize},
+		limits:  cfg.JSONRPC.Limits(cfg.Batch),
 		log:     log,
 		access:  observability.NewAccessLog(cfg.Log, log),
 		now:     now,

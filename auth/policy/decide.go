@@ -285,3 +285,20 @@ func DecisionFrom(ctx context.Context) (d Decision, ok bool) {
 	d, ok = ctx.Value(decisionKey{}).(Decision)
 	return d, ok
 }
+
+// ChangesState reports whether the call ctx runs may change state: unless the policy
+// classified it READ_ONLY. Without a decision (no policy section) every call is taken to
+// change state, so an idempotency key a caller sends is always honoured (the idempotency
+// stage's classifier).
+func ChangesState(ctx context.Context, _ *gateway.Call) bool {
+	d, ok := DecisionFrom(ctx)
+	return !ok || d.Mutation != ReadOnly
+}
+
+// Repeatable reports whether the policy classified the call ctx runs READ_ONLY or
+// IDEMPOTENT_WRITE. Without a decision (no policy section) no call is classified, and only
+// an idempotency key makes one retryable (the retry stage's classifier).
+func Repeatable(ctx context.Context, _ *gateway.Call) bool {
+	d, ok := DecisionFrom(ctx)
+	return ok && (d.Mutation == ReadOnly || d.Mutation == IdempotentWrite)
+}

@@ -171,6 +171,29 @@ func New(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
+// Compile is New for a configuration file: it returns the engine, or nil and one
+// ConfigError per problem, each at its path relative to the section ("" for a problem of
+// the section as a whole).
+func Compile(cfg Config) (*Engine, []ConfigError) {
+	e, err := New(cfg)
+	if err == nil {
+		return e, nil
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	out := make([]ConfigError, 0, len(errs))
+	for _, e := range errs {
+		if ce, ok := errors.AsType[*ConfigError](e); ok {
+			out = append(out, *ce)
+		} else {
+			out = append(out, ConfigError{Msg: e.Error()})
+		}
+	}
+	return nil, out
+}
+
 // compileRule compiles rc, the rule at index i.
 func compileRule(env *cel.Env, i int, rc Rule, approvalFor []Mutation, limit uint64) (*rule, error) {
 	kind, pattern, _ := rc.Match.only()

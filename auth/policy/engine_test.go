@@ -267,6 +267,26 @@ func TestNewReportsEveryProblemWithItsPath(t *testing.T) {
 	}
 }
 
+// TestCompileSplitsProblems: Compile returns the engine of a valid section, and one
+// ConfigError per problem of an invalid one, each at its path in the section.
+func TestCompileSplitsProblems(t *testing.T) {
+	if e, problems := policy.Compile(policy.Config{Rules: []policy.Rule{{Match: policy.Match{Method: "a"}}}}); e == nil || problems != nil {
+		t.Fatalf("valid section: engine %v, problems %v", e, problems)
+	}
+	e, problems := policy.Compile(policy.Config{Default: "maybe", Rules: []policy.Rule{{Match: policy.Match{Method: "a"}, Mutation: "WRITE"}}})
+	if e != nil {
+		t.Fatal("invalid section compiled")
+	}
+	var paths []string
+	for _, p := range problems {
+		paths = append(paths, p.Path)
+	}
+	slices.Sort(paths)
+	if want := []string{"default", "rules[0]"}; !slices.Equal(paths, want) {
+		t.Errorf("paths %q, want %q (%v)", paths, want, problems)
+	}
+}
+
 func TestFilter(t *testing.T) {
 	e := engine(t, policy.Config{Rules: testRules})
 	subjects := []policy.Subject{

@@ -124,3 +124,28 @@ func BenchmarkStage(b *testing.B) {
 		_, _ = h(context.Background(), call)
 	}
 }
+
+// TestMutationClassifiers: without a decision every call changes state and none is
+// repeatable; with one, the rule's mutation class decides.
+func TestMutationClassifiers(t *testing.T) {
+	tests := []struct {
+		name                     string
+		ctx                      context.Context
+		changesState, repeatable bool
+	}{
+		{"no policy", context.Background(), true, false},
+		{"read only", policy.WithDecision(context.Background(), policy.Decision{Mutation: policy.ReadOnly}), false, true},
+		{"idempotent write", policy.WithDecision(context.Background(), policy.Decision{Mutation: policy.IdempotentWrite}), true, true},
+		{"non-idempotent write", policy.WithDecision(context.Background(), policy.Decision{Mutation: policy.NonIdempotentWrite}), true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := policy.ChangesState(tt.ctx, nil); got != tt.changesState {
+				t.Errorf("ChangesState = %v, want %v", got, tt.changesState)
+			}
+			if got := policy.Repeatable(tt.ctx, nil); got != tt.repeatable {
+				t.Errorf("Repeatable = %v, want %v", got, tt.repeatable)
+			}
+		})
+	}
+}

@@ -1,6 +1,9 @@
 package mcpface
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Config enables the MCP face: the bridged MCP catalog served as one MCP server at /mcp
 // (streamable HTTP) and, for older clients, GET /sse with POST /message (the legacy
@@ -29,6 +32,16 @@ const (
 	// DefaultSessionTTL is how long an MCP session lives after its initialize.
 	DefaultSessionTTL = 24 * time.Hour
 )
+
+// ValidateSessionKey reports a session_key shorter than MinSessionKeyBytes; absent, the
+// key is drawn at start and valid.
+func (c Config) ValidateSessionKey() error {
+	if c.SessionKey != "" && len(c.SessionKey) < MinSessionKeyBytes {
+		return fmt.Errorf("the key is %d bytes long: it must have at least %d (for example the output of `openssl rand -base64 48`)",
+			len(c.SessionKey), MinSessionKeyBytes)
+	}
+	return nil
+}
 
 // localOnly reports whether DNS-rebinding protection is on.
 func (c Config) localOnly() bool {

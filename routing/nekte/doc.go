@@ -57,5 +57,8 @@
 // the stages what they are through gateway's optional interfaces: no backend, NEKTE
 // reached, task calls never retried.
 //
+// The package owns the nekte section of the configuration file (Section): the Service's
+// Config beside the Endpoint its Routes' agent cards announce, with its validation.
+//
 // docs/nekte-tasks.md describes the behaviour and every configuration key.
 package nekte
