@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/gatehouse-dev/gatehouse/demo"
 )
 
 // Reload builds a runtime for cfg beside the current one and swaps it in atomically.
@@ -36,19 +38,19 @@ func (s *Server) reloadLocked(cfg *Config, pre *compiled) error {
 		return fmt.Errorf("building configuration: %w", err)
 	}
 	if s.demoLn != nil && demoOnFreePort(cfg) {
-		pointDemoRoutes(cfg, cfg.Server.DemoGRPC.Addr, s.demoLn.Addr().String())
+		demo.PointRoutes(cfg.Routing.GRPC, cfg.Server.DemoGRPC.Addr, s.demoLn.Addr().String())
 	}
 	rt, err := buildRuntime(cfg, pre, s.process())
 	if err != nil {
-		tr.drop()
+		tr.Drop()
 		return fmt.Errorf("building configuration: %w", err)
 	}
-	rt.trace = tr.hold()
+	rt.trace = tr.Hold()
 	rt.pipe = newPipeline(rt)
 	ring, err := s.openKeyRing(cfg.Auth.KeyRing)
 	if err != nil {
 		rt.retire()
-		tr.drop()
+		tr.Drop()
 		return fmt.Errorf("building configuration: %w", err)
 	}
 	if !sameListeners(cfg.Server, s.listen) {

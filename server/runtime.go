@@ -40,7 +40,7 @@ type runtime struct {
 	now    func() time.Time
 	// trace is the tracer provider of the configuration's tracing section, nil when off
 	// (tracing.go); the runtime holds a reference to it until it is closed.
-	trace *tracingRef
+	trace *observability.SharedTracing
 	// nekte routes the nekte.* methods of this configuration, with its capability catalog;
 	// nil when NEKTE is off.
 	nekte *nekte.Route
@@ -143,6 +143,18 @@ func (rt *runtime) runForUpstream(ctx context.Context, principal gateway.Princip
 	return out.Result, nil
 }
 
+// acquire returns the current runtime with a reference held; the caller must release it.
+func (s *Server) acquire() *runtime {
+	for {
+		rt := s.cur.Load()
+		rt.refs.Add(1)
+		if s.cur.Load() == rt {
+			return rt
+		}
+		rt.release()
+	}
+}
+
 // release drops one reference; the last reference to a retired runtime closes it.
 func (rt *runtime) release() {
 	if rt.refs.Add(-1) == 0 && rt.retired.Load() {
@@ -167,7 +179,7 @@ func (rt *runtime) close() {
 		if err := rt.authn.Close(); err != nil {
 			rt.log.Warn("closing the authenticator of the replaced configuration", "err", err)
 		}
-		rt.trace.drop()
+		rt.trace.Drop()
 	})
 }
 

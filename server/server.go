@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/auth"
 	"github.com/gatehouse-dev/gatehouse/demo"
+	"github.com/gatehouse-dev/gatehouse/faces"
 	grpcface "github.com/gatehouse-dev/gatehouse/faces/grpc"
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	mcpface "github.com/gatehouse-dev/gatehouse/faces/mcp"
@@ -86,13 +88,13 @@ type Server struct {
 	// tracing is the tracer provider of the current configuration's tracing section, nil
 	// without one; built at start, anew on a reload that changes the section, flushed and
 	// shut down at the end (tracing.go). Under reloadMu.
-	tracing *tracingRef
+	tracing *observability.SharedTracing
 
 	serving  atomic.Bool
 	draining atomic.Bool
-	http     *httprpc.Face // the JSON-RPC face over HTTP, whose router the boundary serves
-	ws       *ws.Face      // the JSON-RPC face over WebSocket
-	fresh    freshConns    // boundary connections without a request yet, closed at drain
+	http     *httprpc.Face    // the JSON-RPC face over HTTP, whose router the boundary serves
+	ws       *ws.Face         // the JSON-RPC face over WebSocket
+	fresh    faces.FreshConns // boundary connections without a request yet, closed at drain
 }
 
 // New builds the runtime for cfg and binds the boundary and admin listeners, so that
@@ -135,7 +137,7 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	s.boundaryLn = netutil.LimitListener(s.boundaryLn, b.MaxConnections)
 	s.boundary = &http.Server{
 		Handler:           s.boundaryHandler(),
-		ConnState:         s.fresh.track,
+		ConnState:         s.fresh.Track,
 		ReadHeaderTimeout: b.ReadHeaderTimeout,
 		ReadTimeout:       b.ReadTimeout,
 		IdleTimeout:       b.IdleTimeout,
@@ -166,52 +168,46 @@ func newServer(cfg *Config, opts Options) (_ *Server, err error) {
 	s.http = httprpc.New(httpGateway{s}, s.log)
 	s.ws = ws.New(wsGateway{s}, s.log)
 	s.startMetrics(cfg)
-	s.kv = opts.State
-	if s.kv == nil {
+	// What is opened is closed again, in reverse, when a later step fails.
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for _, f := range slices.Backward(undo) {
+				f()
+			}
+		}
+	}()
+	if s.kv = opts.State; s.kv == nil {
 		kv, err := state.Open(cfg.State)
 		if err != nil {
 			return nil, fmt.Errorf("state: %w", err)
 		}
 		s.kv, s.ownKV = kv, true
 	}
+	undo = append(undo, s.closeState)
 	ring, err := s.openKeyRing(cfg.Auth.KeyRing)
 	if err != nil {
-		s.closeState()
 		return nil, fmt.Errorf("building configuration: %w", err)
 	}
 	s.keyring.Store(ring)
+	undo = append(undo, func() { s.swapKeyRing(nil) })
 	if err := s.openRevocations(cfg.Auth.Revocation); err != nil {
-		s.swapKeyRing(nil)
-		s.closeState()
 		return nil, fmt.Errorf("building configuration: %w", err)
 	}
+	undo = append(undo, s.closeRevocations)
 	if err := s.startNekte(cfg); err != nil {
-		s.closeRevocations()
-		s.swapKeyRing(nil)
-		s.closeState()
 		return nil, err
 	}
+	undo = append(undo, func() { s.closeNekte(context.Background()) })
 	if s.tracing, err = s.tracingFor(cfg); err != nil {
-		s.closeNekte(context.Background())
-		s.closeRevocations()
-		s.swapKeyRing(nil)
-		s.closeState()
 		return nil, fmt.Errorf("building configuration: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			s.closeTracing()
-		}
-	}()
+	undo = append(undo, s.closeTracing)
 	rt, err := buildRuntime(cfg, nil, s.process())
 	if err != nil {
-		s.closeNekte(context.Background())
-		s.closeRevocations()
-		s.swapKeyRing(nil)
-		s.closeState()
 		return nil, fmt.Errorf("building configuration: %w", err)
 	}
-	rt.trace = s.tracing.hold()
+	rt.trace = s.tracing.Hold()
 	rt.pipe = newPipeline(rt)
 	s.setLogLevel(cfg)
 	s.cur.Store(rt)
@@ -398,7 +394,7 @@ func (s *Server) shutdown() error {
 	wg.Go(func() {
 		done := make(chan struct{})
 		go func() { defer close(done); httpErr = s.boundary.Shutdown(ctx) }()
-		s.fresh.closeUntil(done)
+		s.fresh.CloseUntil(done)
 	})
 	if s.grpc != nil {
 		s.grpc.HealthShutdown() // NOT_SERVING for every service while draining
@@ -422,18 +418,6 @@ func (s *Server) shutdown() error {
 	}
 	s.log.Info("stopped")
 	return nil
-}
-
-// acquire returns the current runtime with a reference held; the caller must release it.
-func (s *Server) acquire() *runtime {
-	for {
-		rt := s.cur.Load()
-		rt.refs.Add(1)
-		if s.cur.Load() == rt {
-			return rt
-		}
-		rt.release()
-	}
 }
 
 func (s *Server) setLogLevel(cfg *Config) {

@@ -65,7 +65,7 @@ func (ts *testServer) spansWhen(exp *tracetest.InMemoryExporter, ok func(tracete
 	for {
 		rt := ts.acquire()
 		if rt.trace != nil {
-			_ = rt.trace.t.ForceFlush(context.Background())
+			_ = rt.trace.ForceFlush(context.Background())
 		}
 		rt.release()
 		spans := exp.GetSpans()
@@ -486,7 +486,7 @@ func TestTracingUnreachableCollector(t *testing.T) {
 			}
 			took := time.Since(begin)
 			rt := ts.acquire()
-			tr := rt.trace.t
+			tr := rt.trace
 			rt.release()
 			waitFor(t, func() bool { return tr.Failures() > 0 })
 			t.Logf("300 calls in %s; %d failed exports so far", took, tr.Failures())
@@ -507,7 +507,7 @@ func TestTracingUnreachableCollector(t *testing.T) {
 func TestTracingReload(t *testing.T) {
 	ts, exp := startTraced(t, tracedDemo)
 	first := ts.cur.Load().trace
-	reload := func(yaml string) *tracingRef {
+	reload := func(yaml string) *observability.SharedTracing {
 		t.Helper()
 		cfg, err := Parse("test.yaml", []byte(yaml))
 		if err != nil {
@@ -525,7 +525,7 @@ func TestTracingReload(t *testing.T) {
 	if second == nil || second == first {
 		t.Fatal("a changed tracing section kept the provider")
 	}
-	waitFor(t, func() bool { return first.refs.Load() == 0 })
+	waitFor(t, func() bool { return first.References() == 0 })
 	ts.post(`{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}`, "traceparent", callerParent)
 	ts.spansWhen(exp, hasNamed("http subtract", 1))
 	if reload(baseConfig) != nil {

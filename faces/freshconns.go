@@ -1,4 +1,4 @@
-package server
+package faces
 
 import (
 	"net"
@@ -7,18 +7,18 @@ import (
 	"time"
 )
 
-// freshConns tracks the boundary's connections that have not sent a request yet, so the
+// FreshConns tracks a listener's connections that have not sent a request yet, so the
 // drain can close them: http.Server.Shutdown waits up to 5 s for such a connection to send
 // its first request (golang/go#22682), and clients that dial ahead — load balancers,
 // http.Transport racing a dial against a connection being returned — leave them open and
 // unused. Closing one loses nothing: no request was read from it.
-type freshConns struct {
+type FreshConns struct {
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 }
 
-// track is the http.Server's ConnState hook.
-func (f *freshConns) track(c net.Conn, st http.ConnState) {
+// Track is the http.Server's ConnState hook.
+func (f *FreshConns) Track(c net.Conn, st http.ConnState) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if st == http.StateNew {
@@ -32,7 +32,7 @@ func (f *freshConns) track(c net.Conn, st http.ConnState) {
 }
 
 // closeAll closes every connection that has not sent a request.
-func (f *freshConns) closeAll() {
+func (f *FreshConns) closeAll() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for c := range f.conns {
@@ -41,10 +41,10 @@ func (f *freshConns) closeAll() {
 	}
 }
 
-// closeUntil closes the fresh connections now and every 50 ms until done is closed: the
+// CloseUntil closes the fresh connections now and every 50 ms until done is closed: the
 // drain runs beside http.Server.Shutdown, which closes the listener concurrently, so a
 // connection accepted a moment before is caught by the next round.
-func (f *freshConns) closeUntil(done <-chan struct{}) {
+func (f *FreshConns) CloseUntil(done <-chan struct{}) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
