@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/auth/internal/adminparams"
+
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
@@ -77,7 +79,7 @@ func (ra *RevocationAdmin) Run(ctx context.Context, method string, params []byte
 
 // add serves admin.revocations.add {jti | sub, expires_at? | ttl?, reason?}.
 func (ra *RevocationAdmin) add(ctx context.Context, params []byte) (*Revocation, error) {
-	p, err := adminParams(params, "jti", "sub", "expires_at", "ttl", "reason")
+	p, err := adminparams.Object(params, "jti", "sub", "expires_at", "ttl", "reason")
 	if err != nil {
 		return nil, err
 	}
@@ -93,14 +95,14 @@ func (ra *RevocationAdmin) add(ctx context.Context, params []byte) (*Revocation,
 	if raw, ok := p["ttl"]; ok {
 		var s string
 		if json.Unmarshal(raw, &s) != nil {
-			return nil, invalidParam("ttl", `must be a duration string such as "90m" or "24h"`)
+			return nil, adminparams.Invalid("ttl", `must be a duration string such as "90m" or "24h"`)
 		}
 		if req.TTL, err = time.ParseDuration(s); err != nil || req.TTL <= 0 {
-			return nil, invalidParam("ttl", `must be a positive duration such as "90m" or "24h"`)
+			return nil, adminparams.Invalid("ttl", `must be a positive duration such as "90m" or "24h"`)
 		}
 	}
 	if raw, ok := p["reason"]; ok && json.Unmarshal(raw, &req.Reason) != nil {
-		return nil, invalidParam("reason", "must be a string")
+		return nil, adminparams.Invalid("reason", "must be a string")
 	}
 	rec, err := ra.list.Revoke(ctx, req)
 	if err != nil {
@@ -111,7 +113,7 @@ func (ra *RevocationAdmin) add(ctx context.Context, params []byte) (*Revocation,
 
 // listAll serves admin.revocations.list {}.
 func (ra *RevocationAdmin) listAll(ctx context.Context, params []byte) (*RevocationList, error) {
-	if _, err := adminParams(params); err != nil {
+	if _, err := adminparams.Object(params); err != nil {
 		return nil, err
 	}
 	recs, err := ra.list.List(ctx)
@@ -123,7 +125,7 @@ func (ra *RevocationAdmin) listAll(ctx context.Context, params []byte) (*Revocat
 
 // remove serves admin.revocations.remove {jti | sub}.
 func (ra *RevocationAdmin) remove(ctx context.Context, params []byte) (*Revocation, error) {
-	p, err := adminParams(params, "jti", "sub")
+	p, err := adminparams.Object(params, "jti", "sub")
 	if err != nil {
 		return nil, err
 	}
@@ -144,11 +146,11 @@ func adminTarget(p map[string]json.RawMessage) (jti, sub string, err error) {
 	rawSub, hasSub := p["sub"]
 	switch {
 	case hasJTI == hasSub:
-		return "", "", invalidParam("jti", "exactly one of jti and sub is required")
+		return "", "", adminparams.Invalid("jti", "exactly one of jti and sub is required")
 	case hasJTI && (json.Unmarshal(rawJTI, &jti) != nil || jti == ""):
-		return "", "", invalidParam("jti", "must be a non-empty string")
+		return "", "", adminparams.Invalid("jti", "must be a non-empty string")
 	case hasSub && (json.Unmarshal(rawSub, &sub) != nil || sub == ""):
-		return "", "", invalidParam("sub", "must be a non-empty string")
+		return "", "", adminparams.Invalid("sub", "must be a non-empty string")
 	}
 	return jti, sub, nil
 }
@@ -163,13 +165,13 @@ func parseExpiresAt(raw json.RawMessage) (time.Time, error) {
 	if json.Unmarshal(raw, &s) == nil {
 		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {
-			return time.Time{}, invalidParam("expires_at", "must be an RFC 3339 time or seconds since the epoch (a token's exp)")
+			return time.Time{}, adminparams.Invalid("expires_at", "must be an RFC 3339 time or seconds since the epoch (a token's exp)")
 		}
 		return t, nil
 	}
 	var secs float64
 	if json.Unmarshal(raw, &secs) != nil || secs <= 0 || secs > maxNumericDate {
-		return time.Time{}, invalidParam("expires_at", "must be an RFC 3339 time or seconds since the epoch (a token's exp)")
+		return time.Time{}, adminparams.Invalid("expires_at", "must be an RFC 3339 time or seconds since the epoch (a token's exp)")
 	}
 	whole, frac := math.Modf(secs)
 	return time.Unix(int64(whole), int64(frac*1e9)), nil
@@ -178,7 +180,7 @@ func parseExpiresAt(raw json.RawMessage) (time.Time, error) {
 // revocationError maps an error of the revocation list to the admin API's error.
 func revocationError(err error, maxEntries int) *gateway.Error {
 	if pe, ok := errors.AsType[*RevocationParamError](err); ok {
-		return invalidParam(pe.Param, pe.Problem)
+		return adminparams.Invalid(pe.Param, pe.Problem)
 	}
 	switch {
 	case errors.Is(err, ErrRevocationsFull):
@@ -189,25 +191,4 @@ func revocationError(err error, maxEntries int) *gateway.Error {
 	default:
 		return gateway.AsError(err)
 	}
-}
-
-// adminParams decodes params as an object whose member names are exactly among allowed
-// (case-sensitive; the JSON-RPC decoder has already refused duplicate names).
-func adminParams(params []byte, allowed ...string) (map[string]json.RawMessage, error) {
-	p := map[string]json.RawMessage{}
-	if len(params) > 0 && json.Unmarshal(params, &p) != nil {
-		return nil, gateway.Errorf(schemas.CodeInvalidParams, "params must be an object")
-	}
-	for k := range p {
-		if !slices.Contains(allowed, k) {
-			return nil, gateway.Errorf(schemas.CodeInvalidParams, "Invalid params").
-				With("problem", "unknown member").With("allowed", allowed)
-		}
-	}
-	return p, nil
-}
-
-// invalidParam is the INVALID_PARAMS error of an admin method for the param name.
-func invalidParam(name, problem string) *gateway.Error {
-	return gateway.Errorf(schemas.CodeInvalidParams, "Invalid params").With("param", name).With("problem", problem)
 }

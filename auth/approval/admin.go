@@ -6,6 +6,8 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/gatehouse-dev/gatehouse/auth/internal/adminparams"
+
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
@@ -77,14 +79,14 @@ type List struct {
 
 // list serves admin.approvals.list {include_decided?}.
 func (ac *Admin) list(ctx context.Context, params []byte) (*List, error) {
-	p, err := adminParams(params, "include_decided")
+	p, err := adminparams.Object(params, "include_decided")
 	if err != nil {
 		return nil, err
 	}
 	var include bool
 	if raw, ok := p["include_decided"]; ok {
 		if err := json.Unmarshal(raw, &include); err != nil {
-			return nil, invalidParam("include_decided", "must be a boolean")
+			return nil, adminparams.Invalid("include_decided", "must be a boolean")
 		}
 	}
 	out := &List{}
@@ -101,16 +103,16 @@ func (ac *Admin) list(ctx context.Context, params []byte) (*List, error) {
 
 // decide serves admin.approvals.approve {id, note?} and admin.approvals.deny {id, reason?}.
 func (ac *Admin) decide(ctx context.Context, params []byte, status Status, noteKey string) (*Record, error) {
-	p, err := adminParams(params, "id", noteKey)
+	p, err := adminparams.Object(params, "id", noteKey)
 	if err != nil {
 		return nil, err
 	}
 	var id, note string
 	if json.Unmarshal(p["id"], &id) != nil || id == "" {
-		return nil, invalidParam("id", "must be a non-empty string")
+		return nil, adminparams.Invalid("id", "must be a non-empty string")
 	}
 	if raw, ok := p[noteKey]; ok && json.Unmarshal(raw, &note) != nil {
-		return nil, invalidParam(noteKey, "must be a string")
+		return nil, adminparams.Invalid(noteKey, "must be a string")
 	}
 	rec, err := ac.store.Decide(ctx, id, status, ac.principal.Subject, note)
 	if de, ok := errors.AsType[*DecidedError](err); ok {
@@ -127,25 +129,4 @@ func (ac *Admin) decide(ctx context.Context, params []byte, status Status, noteK
 			With("reason", "already_decided").With("status", string(rec.Status)).With("approval_id", id)
 	}
 	return &rec, nil
-}
-
-// adminParams decodes params as an object whose member names are exactly among allowed
-// (case-sensitive; the JSON-RPC decoder has already refused duplicate names).
-func adminParams(params []byte, allowed ...string) (map[string]json.RawMessage, error) {
-	p := map[string]json.RawMessage{}
-	if len(params) > 0 && json.Unmarshal(params, &p) != nil {
-		return nil, gateway.Errorf(schemas.CodeInvalidParams, "params must be an object")
-	}
-	for k := range p {
-		if !slices.Contains(allowed, k) {
-			return nil, gateway.Errorf(schemas.CodeInvalidParams, "Invalid params").
-				With("problem", "unknown member").With("allowed", allowed)
-		}
-	}
-	return p, nil
-}
-
-// invalidParam is the INVALID_PARAMS error of an admin method for the param name.
-func invalidParam(name, problem string) *gateway.Error {
-	return gateway.Errorf(schemas.CodeInvalidParams, "Invalid params").With("param", name).With("problem", problem)
 }
