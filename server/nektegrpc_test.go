@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/prototest"
+
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
@@ -158,100 +158,6 @@ func nekteContext(t *testing.T) context.Context {
 	return ctx
 }
 
-// renderProto writes a message as canonical JSON named as in the .proto, set fields only, with
-// bytes fields holding UTF-8 JSON inlined and the values of volatileMembers members (hashes,
-// timings, timestamps, signatures) replaced by "X".
-func renderProto(t *testing.T, m proto.Message) string {
-	t.Helper()
-	raw, err := json.Marshal(renderMessage(m.ProtoReflect()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return scrubbedJSON(t, string(raw))
-}
-
-func renderMessage(m protoreflect.Message) map[string]any {
-	out := map[string]any{}
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		if fd.IsList() {
-			items := make([]any, v.List().Len())
-			for i := range items {
-				items[i] = renderValue(fd, v.List().Get(i))
-			}
-			out[string(fd.Name())] = items
-		} else {
-			out[string(fd.Name())] = renderValue(fd, v)
-		}
-		return true
-	})
-	return out
-}
-
-func renderValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) any {
-	switch fd.Kind() {
-	case protoreflect.MessageKind:
-		return renderMessage(v.Message())
-	case protoreflect.BytesKind:
-		if json.Valid(v.Bytes()) {
-			return json.RawMessage(v.Bytes())
-		}
-		return v.Bytes()
-	default:
-		return v.Interface()
-	}
-}
-
-// volatileMembers are the members whose values renderProto replaces; the value false
-// marks those it leaves out, as they may be zero and so absent (timings, learned costs).
-var volatileMembers = map[string]bool{
-	"h": true, "current_hash": true, "hash": true, "input_sha256": true, "output_sha256": true, "receipt": true, "kid": true,
-	"tokens_used": true, "created_at": true, "updated_at": true, "completed_at": true,
-	"ms": false, "cost": false,
-}
-
-// scrubbedJSON rewrites JSON with sorted members, volatileMembers values replaced.
-func scrubbedJSON(t *testing.T, s string) string {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		t.Fatalf("not JSON: %s: %v", s, err)
-	}
-	b, err := json.Marshal(scrubVolatile(v))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-func scrubVolatile(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, x := range v {
-			keep, ok := volatileMembers[k]
-			switch {
-			case !ok:
-				v[k] = scrubVolatile(x)
-			case keep:
-				v[k] = "X"
-			default:
-				delete(v, k)
-			}
-		}
-	case []any:
-		for i := range v {
-			v[i] = scrubVolatile(v[i])
-		}
-	}
-	return v
-}
-
-func checkProto(t *testing.T, got proto.Message, want string) {
-	t.Helper()
-	if g, w := renderProto(t, got), scrubbedJSON(t, want); g != w {
-		t.Errorf("got  %s\nwant %s", g, w)
-	}
-}
-
 // wantNekteStatus checks that err is a status of code carrying the JSON-RPC code jsonrpc in
 // its ErrorInfo, with data holding a trace id and, when field is set, that field.
 func wantNekteStatus(t *testing.T, err error, code codes.Code, jsonrpc schemas.Code, field string) {
@@ -318,7 +224,7 @@ func TestNekteGRPCDiscover(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkProto(t, resp, tt.want)
+			prototest.Check(t, resp, tt.want)
 		})
 	}
 	// The hashes are those JSON-RPC callers see.
@@ -361,7 +267,7 @@ func TestNekteGRPCInvoke(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkProto(t, resp, tt.want)
+			prototest.Check(t, resp, tt.want)
 		})
 	}
 	// The mismatch carries the current hash, and the retry without h (as the reference
@@ -523,12 +429,12 @@ func TestNekteGRPCDelegate(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := recvEventsUntil(t, s, "progress")
-	checkProto(t, first[len(first)-1], `{"progress":{"processed":1,"total":3,"message":"three"}}`)
+	prototest.Check(t, first[len(first)-1], `{"progress":{"processed":1,"total":3,"message":"three"}}`)
 	st, err := w.client.TaskStatus(ctx, &nektev1.TaskStatusRequest{TaskId: "t-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkProto(t, st, `{"task_id":"t-1","status":"running","progress_processed":1,"progress_total":3,"created_at":"X","updated_at":"X"}`)
+	prototest.Check(t, st, `{"task_id":"t-1","status":"running","progress_processed":1,"progress_total":3,"created_at":"X","updated_at":"X"}`)
 	if st.GetCreatedAt() < time.Now().Add(-time.Minute).UnixMilli() || st.GetUpdatedAt() < st.GetCreatedAt() {
 		t.Errorf("timestamps %d %d are not epoch milliseconds", st.GetCreatedAt(), st.GetUpdatedAt())
 	}
@@ -538,7 +444,7 @@ func TestNekteGRPCDelegate(t *testing.T) {
 	if got := eventNames(append(first, rest...)); got != "status_change status_change progress status_change complete" {
 		t.Errorf("events %s", got)
 	}
-	checkProto(t, rest[len(rest)-1], `{"complete":{"task_id":"t-1","output":{
+	prototest.Check(t, rest[len(rest)-1], `{"complete":{"task_id":"t-1","output":{
 		"minimal":"left: 0, said: [3 items]","compact":{"left":0,"said":["three","two","one"]}},
 		"meta":{"tokens_used":"X"}}}`)
 
@@ -550,7 +456,7 @@ func TestNekteGRPCDelegate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkProto(t, v, `{"task_id":"t-1","checks":["hash","source"],"status":"verified","data":{"task_id":"t-1","checks":["hash","source"],
+	prototest.Check(t, v, `{"task_id":"t-1","checks":["hash","source"],"status":"verified","data":{"task_id":"t-1","checks":["hash","source"],
 		"status":"verified","hash":"X","hash_valid":true,"source":{"capability":"countdown","kind":"builtin","source":"test","h":"X",
 		"input_sha256":"X","output_sha256":"X","created_at":"X","completed_at":"X","issuer":"gatehouse","alg":"EdDSA","kid":"X","receipt":"X"}}}`)
 	_, err = w.client.Verify(ctx, &nektev1.VerifyRequest{TaskId: "t-1", Checks: []string{"sample"}})
@@ -575,7 +481,7 @@ func TestNekteGRPCVerifySample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkProto(t, v, `{"task_id":"t-data","checks":["sample"],"status":"verified","data":{"task_id":"t-data","checks":["sample"],
+	prototest.Check(t, v, `{"task_id":"t-data","checks":["sample"],"status":"verified","data":{"task_id":"t-data","checks":["sample"],
 		"status":"verified","sample":{"matched":true,"output_sha256":"X","out":["hello",5],"resolved_level":"full"}}}`)
 }
 
@@ -592,10 +498,10 @@ func TestNekteGRPCTaskCancelMidStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkProto(t, lc, `{"task_id":"t-2","status":"cancelled","previous_status":"running"}`)
+	prototest.Check(t, lc, `{"task_id":"t-2","status":"cancelled","previous_status":"running"}`)
 	evs := recvEventsUntil(t, s, "cancelled")
 	wantStreamEnd(t, s)
-	checkProto(t, evs[len(evs)-1], `{"cancelled":{"task_id":"t-2","reason":"changed my mind","previous_status":"running"}}`)
+	prototest.Check(t, evs[len(evs)-1], `{"cancelled":{"task_id":"t-2","reason":"changed my mind","previous_status":"running"}}`)
 	select {
 	case err := <-run.ended: // the backend call was cancelled for real
 		if !errors.Is(err, context.Canceled) {
@@ -658,14 +564,14 @@ func TestNekteGRPCTaskResume(t *testing.T) {
 		t.Fatal("suspending did not stop the countdown")
 	}
 	evs := recvEventsUntil(t, s, "suspended")
-	checkProto(t, evs[len(evs)-1], `{"suspended":{"task_id":"t-4","checkpoint_available":true}}`)
+	prototest.Check(t, evs[len(evs)-1], `{"suspended":{"task_id":"t-4","checkpoint_available":true}}`)
 	lc, err := w.client.TaskResume(ctx, &nektev1.TaskResumeRequest{TaskId: "t-4", Budget: &nektev1.TokenBudget{MaxTokens: 50, DetailLevel: "minimal"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkProto(t, lc, `{"task_id":"t-4","status":"running","previous_status":"suspended"}`)
+	prototest.Check(t, lc, `{"task_id":"t-4","status":"running","previous_status":"suspended"}`)
 	evs = recvEventsUntil(t, s, "resumed")
-	checkProto(t, evs[len(evs)-1], `{"resumed":{"task_id":"t-4","from_checkpoint":true}}`)
+	prototest.Check(t, evs[len(evs)-1], `{"resumed":{"task_id":"t-4","from_checkpoint":true}}`)
 	close(w.countdown.next(t).release)
 	evs = recvEventsUntil(t, s, "complete")
 	wantStreamEnd(t, s)
@@ -744,7 +650,7 @@ func TestNekteGRPCContext(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
-		t.Run(st.name, func(t *testing.T) { checkProto(t, resp, st.want) })
+		t.Run(st.name, func(t *testing.T) { prototest.Check(t, resp, st.want) })
 	}
 	// A delegate may refer to a shared envelope by id: once revoked, it is gone.
 	err := firstDelegateError(ctx, w.client, &nektev1.DelegateRequest{Task: &nektev1.Task{Id: "t-ctx", Desc: "countdown"},
