@@ -2,6 +2,7 @@ package demo_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -36,12 +37,24 @@ func TestUpdateWatchedResource(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			if err := srv.UpdateWatchedResource("changed once"); err != nil {
-				t.Fatalf("update: %v", err)
-			}
+			// Over HTTP a notification travels on the client's listening stream (GET), which
+			// the client opens on its own after initialize; one sent before it is open is lost
+			// (the transport keeps none). So the update is repeated until one arrives.
+			updated := func() int { return len(notes.params(t, "notifications/resources/updated")) }
 			waitFor(t, "notifications/resources/updated", func() bool {
-				return len(notes.params(t, "notifications/resources/updated")) == 1
+				if err := srv.UpdateWatchedResource("changed once"); err != nil {
+					t.Fatalf("update: %v", err)
+				}
+				for range 20 {
+					if updated() > 0 {
+						return true
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				return false
 			})
+			time.Sleep(50 * time.Millisecond) // a second update's notification, if one was on its way
+			seen := updated()
 			if got := notes.params(t, "notifications/resources/updated")[0]["uri"]; got != "test://watched-resource" {
 				t.Errorf("updated %v, want test://watched-resource", got)
 			}
@@ -60,8 +73,9 @@ func TestUpdateWatchedResource(t *testing.T) {
 			if got := readText(t, c, "test://watched-resource"); got != "changed twice" {
 				t.Errorf("read %q after the second update", got)
 			}
-			if got := notes.params(t, "notifications/resources/updated"); len(got) != 1 {
-				t.Errorf("notified %d times, want once: unsubscribed before the second update", len(got))
+			time.Sleep(50 * time.Millisecond) // time for a notification that should not come
+			if got := updated(); got != seen {
+				t.Errorf("notified %d times, want %d: unsubscribed before the second update", got, seen)
 			}
 		})
 	}
