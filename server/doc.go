@@ -1,6 +1,10 @@
 // Package server composes Gatehouse: it loads the configuration, builds the pipeline and the
-// targets from it, and serves the faces — the JSON-RPC boundary over HTTP and WebSocket and
-// the admin listener — with reload on a new configuration and graceful shutdown.
+// targets from it (chain.go holds the stages' order), and serves the faces — faces/httprpc
+// and faces/ws on the boundary listener beside faces/mcp, faces/grpc on the internal
+// listener, faces/admin on the admin listener, and MCP over stdio — with reload on a new
+// configuration and graceful shutdown. Each face sees the server through an interface of
+// its own, which a small adapter here satisfies (httpwire.go, mcpwire.go, grpcwire.go,
+// adminwire.go).
 //
 // A configuration is turned into a runtime: the handler chain, authenticator, method table and
 // limits built from it. Each request takes a reference to the runtime current when it
