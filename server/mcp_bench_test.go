@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,9 +101,10 @@ func gatehouseBinary(tb testing.TB) string {
 // HTTP upstream with the same client calling that upstream directly, at 1 and 32
 // concurrent callers (issue #23's path). gateway_idle2 is the gateway with the upstream
 // client keeping two idle connections, as http.DefaultTransport did before
-// max_idle_conns: at 32 callers it dials for nearly every call.
+// max_idle_conns: at 32 callers it dials for nearly every call. upstream-conns/op is the
+// TCP connections the upstream accepted per call (load-independent, unlike the times).
 func BenchmarkMCPStreamable(b *testing.B) {
-	upstream := benchMCPUpstream(b)
+	upstream, accepted := benchMCPUpstream(b)
 	callers := []int{1, 32}
 	run := func(b *testing.B, url string) {
 		cli := benchMCPClient(b, url)
@@ -122,7 +124,11 @@ func BenchmarkMCPStreamable(b *testing.B) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		for _, c := range callers {
-			b.Run("c"+strconv.Itoa(c), func(b *testing.B) { benchutil.Callers(b, c, call) })
+			b.Run("c"+strconv.Itoa(c), func(b *testing.B) {
+				before := accepted.Load()
+				benchutil.Callers(b, c, call)
+				b.ReportMetric(float64(accepted.Load()-before)/float64(b.N), "upstream-conns/op")
+			})
 		}
 	}
 	gateway := func(idle string) func(b *testing.B) {
@@ -144,14 +150,19 @@ routing:
 }
 
 // benchMCPUpstream serves the demo MCP fixture over streamable HTTP on loopback until the
-// benchmark ends and returns its URL.
-func benchMCPUpstream(b *testing.B) string {
+// benchmark ends and returns its URL and the count of TCP connections it accepted.
+func benchMCPUpstream(b *testing.B) (string, *atomic.Int64) {
 	b.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
-	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second}
+	accepted := &atomic.Int64{}
+	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second, ConnState: func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			accepted.Add(1)
+		}
+	}}
 	handler := demo.NewMCP(demo.MCPOptions{Logger: slog.New(slog.DiscardHandler)}).StreamableHTTPHandler(mcpserver.WithStreamableHTTPServer(hs))
 	hs.Handler = handler
 	served := make(chan error, 1)
@@ -166,7 +177,7 @@ func benchMCPUpstream(b *testing.B) string {
 			b.Errorf("upstream: %v", err)
 		}
 	})
-	return "http://" + ln.Addr().String() + "/mcp"
+	return "http://" + ln.Addr().String() + "/mcp", accepted
 }
 
 // benchMCPClient is an initialized mcp-go streamable HTTP client of url, closed when the
