@@ -107,6 +107,12 @@ type HTTPConfig struct {
 	Headers map[string]string `yaml:"headers" json:"headers,omitempty"`
 	// TLS configures transport security for https URLs (default: system roots).
 	TLS *TLSConfig `yaml:"tls" json:"tls,omitempty"`
+	// MaxIdleConns is how many idle connections a session keeps to the server for reuse
+	// (default 64, at most 10000). Size it to the calls one session has in flight at once:
+	// past it, connections are closed after each call and new ones dialled, leaving
+	// sockets in TIME_WAIT. It caps nothing: more calls than this still run, each on a
+	// connection of its own.
+	MaxIdleConns int `yaml:"max_idle_conns" json:"max_idle_conns,omitempty"`
 }
 
 // TLSConfig is transport security for an HTTP upstream.
@@ -187,6 +193,8 @@ const (
 	DefaultSeparator         = "__"
 	DefaultStderrLineBytes   = 4096
 	DefaultStopGrace         = 2 * time.Second
+	DefaultMaxIdleConns      = 64
+	MaxMaxIdleConns          = 10000
 )
 
 // DefaultProtocolVersions are offered when a Config lists none, newest first.
@@ -343,6 +351,9 @@ func (c Config) validateTransport() error {
 	h := c.HTTP
 	if h == nil {
 		h = c.SSE
+	}
+	if h.MaxIdleConns < 0 || h.MaxIdleConns > MaxMaxIdleConns {
+		return fmt.Errorf("max_idle_conns must be between 1 and %d (0: the default, %d)", MaxMaxIdleConns, DefaultMaxIdleConns)
 	}
 	return checkURL(h.URL, h.TLS != nil)
 }

@@ -159,9 +159,16 @@ func (s *session) transport(legacyHTTP bool) (transport.Interface, error) {
 }
 
 // httpClient returns a client of its own for one session, so closing the session closes
-// its connections.
+// its connections. It keeps cfg.MaxIdleConns idle connections to the server:
+// http.DefaultTransport keeps two per host, so concurrent calls would close and dial a
+// connection for nearly every call.
 func httpClient(cfg *HTTPConfig) (*http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	idle := cfg.MaxIdleConns
+	if idle == 0 {
+		idle = DefaultMaxIdleConns
+	}
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = idle, idle
 	if cfg.TLS != nil {
 		tc, err := cfg.TLS.Load()
 		if err != nil {
