@@ -65,6 +65,15 @@ func (g adminGateway) Metrics() http.Handler {
 	return g.s.metrics.Handler()
 }
 
+// PprofScope implements adminface.Gateway: the listener's setting, read at start like the
+// address (a reload that changes it takes effect on restart).
+func (g adminGateway) PprofScope() string {
+	if !g.s.listen.Admin.Pprof {
+		return ""
+	}
+	return g.s.listen.Admin.PprofScope
+}
+
 // adminRuntime is one configuration as the admin face sees it (adminface.Runtime); the
 // faces.Runtime methods are the runtime's own. kv is the process's state store, which
 // holds the pending approvals.

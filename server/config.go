@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -85,7 +86,7 @@ type ServerConfig struct {
 	Internal *grpcface.Config `yaml:"internal" json:"internal,omitempty"`
 	// DemoGRPC starts the built-in calculator.v1 gRPC backend (demo.Calculator) on
 	// this listener, for the tour and tests; absent, it is not started.
-	DemoGRPC *AdminConfig `yaml:"demo_grpc" json:"demo_grpc,omitempty"`
+	DemoGRPC *DemoGRPCConfig `yaml:"demo_grpc" json:"demo_grpc,omitempty"`
 	// ShutdownGrace bounds how long in-flight calls may take to finish after SIGTERM.
 	ShutdownGrace time.Duration `yaml:"shutdown_grace" json:"shutdown_grace,omitempty"`
 	// WatchConfig reloads the configuration when its file changes (default true).
@@ -104,9 +105,19 @@ type BoundaryConfig struct {
 	IdleTimeout  time.Duration `yaml:"idle_timeout" json:"idle_timeout,omitempty"`
 }
 
-// AdminConfig is the operator listener: /healthz, /readyz, /metrics and the admin JSON-RPC
-// methods at POST /rpc (admin.approvals.*).
+// AdminConfig is the operator listener: /healthz, /readyz, /metrics, the admin JSON-RPC
+// methods at POST /rpc (admin.approvals.*) and, when Pprof is on, /debug/pprof/.
 type AdminConfig struct {
+	Addr string `yaml:"addr" json:"addr,omitempty"`
+	// Pprof serves the Go runtime's profiles (net/http/pprof) under /debug/pprof/ to
+	// callers authenticated in zone operator that hold PprofScope (default false: 404).
+	Pprof bool `yaml:"pprof" json:"pprof,omitempty"`
+	// PprofScope is the scope a caller of /debug/pprof/ must hold (default "admin.pprof").
+	PprofScope string `yaml:"pprof_scope" json:"pprof_scope,omitempty"`
+}
+
+// DemoGRPCConfig is the listener of the built-in calculator.v1 gRPC backend.
+type DemoGRPCConfig struct {
 	Addr string `yaml:"addr" json:"addr,omitempty"`
 }
 
@@ -114,6 +125,7 @@ type AdminConfig struct {
 const (
 	DefaultBoundaryAddr      = "127.0.0.1:8080"
 	DefaultAdminAddr         = "127.0.0.1:9901"
+	DefaultPprofScope        = "admin.pprof"
 	DefaultShutdownGrace     = 20 * time.Second
 	DefaultMaxConnections    = 10000
 	DefaultMaxHeaderBytes    = 16 << 10
@@ -128,6 +140,7 @@ func (c *Config) applyDefaults() {
 	s := &c.Server
 	setDefault(&s.Boundary.Addr, DefaultBoundaryAddr)
 	setDefault(&s.Admin.Addr, DefaultAdminAddr)
+	setDefault(&s.Admin.PprofScope, DefaultPprofScope)
 	if s.Internal != nil {
 		*s.Internal = s.Internal.WithDefaults()
 	}
@@ -297,13 +310,18 @@ func parse(file string, data []byte) (*Config, *compiled, error) {
 // WatchEnabled reports whether the configuration file should be watched for changes.
 func (c *Config) WatchEnabled() bool { return c.Server.WatchConfig == nil || *c.Server.WatchConfig }
 
-// ListenOverrides are listener addresses given on the command line; they win over the file,
+// ListenOverrides are listener settings given on the command line; they win over the file,
 // on start and on every reload.
 type ListenOverrides struct {
 	BoundaryAddr string
 	AdminAddr    string
 	// InternalAddr also turns the internal listener on when the file leaves it out.
 	InternalAddr string
+	// Pprof turns server.admin.pprof on (gatehouse serve --pprof, which make run passes)
+	// and, when the configuration admits anonymous callers from loopback only, grants them
+	// server.admin.pprof_scope, so a local profile needs no credential. Callers are still
+	// authenticated in zone operator and must hold the scope.
+	Pprof bool
 }
 
 // Apply writes the overrides into cfg.
@@ -319,6 +337,12 @@ func (o ListenOverrides) Apply(cfg *Config) {
 			cfg.Server.Internal = &grpcface.Config{MaxRecvBytes: grpcface.DefaultRecvBytes}
 		}
 		cfg.Server.Internal.Addr = o.InternalAddr
+	}
+	if o.Pprof {
+		cfg.Server.Admin.Pprof = true
+		if a := cfg.Auth.Anonymous; a != nil && (a.LoopbackOnly == nil || *a.LoopbackOnly) && !slices.Contains(a.Scopes, cfg.Server.Admin.PprofScope) {
+			a.Scopes = append(slices.Clip(a.Scopes), cfg.Server.Admin.PprofScope)
+		}
 	}
 }
 

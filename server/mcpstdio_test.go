@@ -175,7 +175,7 @@ func TestBindDemo(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := &Config{}
 			if tt.demo {
-				cfg.Server.DemoGRPC = &AdminConfig{Addr: demoAddr}
+				cfg.Server.DemoGRPC = &DemoGRPCConfig{Addr: demoAddr}
 			}
 			for _, addr := range tt.routes {
 				cfg.Routing.GRPC = append(cfg.Routing.GRPC, grpcbackend.Config{Address: addr})

@@ -112,6 +112,7 @@ func serve(args []string, stderr io.Writer) int {
 	boundary := fs.String("boundary-addr", "", "boundary listener address, overriding server.boundary.addr")
 	admin := fs.String("admin-addr", "", "admin listener address, overriding server.admin.addr")
 	internal := fs.String("internal-addr", "", "internal gRPC listener address, overriding server.internal.addr")
+	pprofOn := fs.Bool("pprof", false, "serve /debug/pprof/ on the admin listener (server.admin.pprof) and grant its scope to anonymous loopback callers")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -120,7 +121,7 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	overrides := server.ListenOverrides{BoundaryAddr: *boundary, AdminAddr: *admin, InternalAddr: *internal}
+	overrides := server.ListenOverrides{BoundaryAddr: *boundary, AdminAddr: *admin, InternalAddr: *internal, Pprof: *pprofOn}
 	overrides.Apply(cfg)
 
 	level := new(slog.LevelVar)

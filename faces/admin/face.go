@@ -29,6 +29,9 @@ type Gateway interface {
 	// Metrics returns the handler of the process's Prometheus metrics, nil when metrics
 	// are off. The face asks for it once, when it is built.
 	Metrics() http.Handler
+	// PprofScope is the scope a caller of /debug/pprof/ must hold, "" when the profiles
+	// are not served (server.admin.pprof off). The face asks for it once, when it is built.
+	PprofScope() string
 }
 
 // Runtime is one configuration as this face sees it.
@@ -56,7 +59,7 @@ type Face struct {
 var _ http.Handler = (*Face)(nil)
 
 // New returns the face serving gw's configurations; log receives what fails outside a call.
-// The probes and /metrics ask for no credential, like a scraper and a kubelet expect: the
+// /debug/pprof/ (when on) asks for the operator scope, like admin JSON-RPC. The probes and /metrics ask for no credential, like a scraper and a kubelet expect: the
 // admin listener is the operator's (loopback by default) and they reveal no call's content.
 func New(gw Gateway, log *slog.Logger) *Face {
 	f := &Face{gw: gw, log: log, mux: http.NewServeMux()}
@@ -65,7 +68,8 @@ func New(gw Gateway, log *slog.Logger) *Face {
 	})
 	f.mux.HandleFunc("GET /readyz", f.serveReady)
 	f.mux.Handle("GET /metrics", metricsHandler(gw.Metrics()))
-	f.mux.HandleFunc("POST /rpc", f.serveRPC) // admin JSON-RPC: admin.approvals.*, admin.revocations.* (rpc.go)
+	f.mux.HandleFunc("POST /rpc", f.serveRPC)                  // admin JSON-RPC: admin.approvals.*, admin.revocations.* (rpc.go)
+	f.mux.Handle(pprofPrefix, f.pprofHandler(gw.PprofScope())) // net/http/pprof, operator scope (pprof.go)
 	return f
 }
 

@@ -26,6 +26,7 @@ type fakeGateway struct {
 	serving, draining bool
 	ping              error
 	metrics           http.Handler
+	pprofScope        string
 	rt                fakeRuntime
 	held              atomic.Int64
 }
@@ -42,11 +43,13 @@ func (g *fakeGateway) PingState(context.Context) error { return g.ping }
 func (g *fakeGateway) StateBackend() string            { return "redis" }
 func (g *fakeGateway) Revocations() *auth.Revocations  { return nil }
 func (g *fakeGateway) Metrics() http.Handler           { return g.metrics }
+func (g *fakeGateway) PprofScope() string              { return g.pprofScope }
 
 type fakeRuntime struct {
 	problems map[string]string
 	tripped  []resilience.BreakerState
 	authErr  error
+	scopes   []string
 	held     *atomic.Int64
 }
 
@@ -57,7 +60,7 @@ func (r fakeRuntime) Pipeline() *faces.Pipeline {
 func (r fakeRuntime) Authenticator() gateway.Authenticator { return r }
 
 func (r fakeRuntime) Authenticate(context.Context, gateway.Credentials) (gateway.Principal, error) {
-	return gateway.Principal{Subject: "ops"}, r.authErr
+	return gateway.Principal{Subject: "ops", Scopes: r.scopes}, r.authErr
 }
 
 func (r fakeRuntime) Release()                                   { r.held.Add(-1) }
