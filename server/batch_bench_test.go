@@ -1,0 +1,67 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/demo"
+)
+
+// BenchmarkBatchPerMember measures a member call of a batch against a single call: one op
+// is one call, so a batch of k counts k ops and ns/op, B/op and allocs/op are per member
+// call. The demo target runs in process (the gateway's own cost dominates); the gRPC
+// backend adds a hop per member.
+func BenchmarkBatchPerMember(b *testing.B) {
+	b.Run("demo", func(b *testing.B) {
+		benchBatchSizes(b, benchGatewayYAML(b, "batch: {max_size: 100}\nrouting: {demo: {}}\n"))
+	})
+	b.Run("grpc", func(b *testing.B) {
+		addr, stop, err := demo.StartCalculator("127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = stop() })
+		url := benchGatewayYAML(b, fmt.Sprintf(`
+batch: {max_size: 100}
+routing:
+  grpc:
+    - name: calculator
+      address: %q
+      descriptors: {reflection: true}
+      methods: {subtract: calculator.v1.CalculatorService/Subtract}
+      unwrap: {subtract: result}
+`, addr))
+		waitBackend(b, url)
+		benchBatchSizes(b, url)
+	})
+}
+
+func benchBatchSizes(b *testing.B, url string) {
+	b.Run("single", func(b *testing.B) {
+		benchPost(b, url, subtractBody, `"result":19`)
+	})
+	for _, k := range []int{10, 100} {
+		parts := make([]string, k)
+		for i := range parts {
+			parts[i] = fmt.Sprintf(`{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":%d}`, i)
+		}
+		body := "[" + strings.Join(parts, ",") + "]"
+		b.Run(fmt.Sprintf("batch%d", k), func(b *testing.B) {
+			client := benchClient()
+			b.ReportAllocs()
+			b.SetParallelism(benchParallelism)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := post(client, url, body, `"result":19`); err != nil {
+						b.Error(err)
+						return
+					}
+					for j := 1; j < k && pb.Next(); j++ { // the batch's other members' ops
+					}
+				}
+			})
+		})
+	}
+}
