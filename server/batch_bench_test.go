@@ -2,7 +2,9 @@ package server
 
 import (
 	"fmt"
+	goruntime "runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/demo"
@@ -49,8 +51,10 @@ func benchBatchSizes(b *testing.B, url string) {
 		body := "[" + strings.Join(parts, ",") + "]"
 		b.Run(fmt.Sprintf("batch%d", k), func(b *testing.B) {
 			client := benchClient()
-			b.ReportAllocs()
+			var sent atomic.Int64 // members sent: b.N rounded up to whole batches
+			var before, after goruntime.MemStats
 			b.SetParallelism(benchParallelism)
+			goruntime.ReadMemStats(&before)
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -58,10 +62,17 @@ func benchBatchSizes(b *testing.B, url string) {
 						b.Error(err)
 						return
 					}
+					sent.Add(int64(k))
 					for j := 1; j < k && pb.Next(); j++ { // the batch's other members' ops
 					}
 				}
 			})
+			b.StopTimer()
+			goruntime.ReadMemStats(&after)
+			n := float64(sent.Load())
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/op")
+			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/n, "B/op")
+			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/n, "allocs/op")
 		})
 	}
 }
