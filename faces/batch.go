@@ -3,6 +3,8 @@ package faces
 import (
 	"context"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/gateway"
@@ -11,7 +13,7 @@ import (
 
 // batchPlan is the dependency graph of one batch: deps[i] lists the members member i waits
 // for; err[i] is set for members that cannot run (bad decode, unknown or ambiguous id,
-// cycle).
+// cycle). deps is nil when no member names depends_on.
 type batchPlan struct {
 	deps [][]int
 	err  []*gateway.Error
@@ -21,15 +23,24 @@ type batchPlan struct {
 // id not in the batch, to an id two members share, or a cycle fails that member only.
 func planBatch(members []jsonrpc.Member) batchPlan {
 	n := len(members)
-	p := batchPlan{deps: make([][]int, n), err: make([]*gateway.Error, n)}
-	index := make(map[string]int, n) // id key → member, -1 when ambiguous
+	p := batchPlan{err: make([]*gateway.Error, n)}
+	ordered := true // no member names depends_on: no index, no graph
 	for i := range members {
 		m := &members[i]
 		if m.Err != nil {
 			p.err[i] = FromDecodeError(m.Err)
-			continue
+		} else if len(m.Request.DependsOn) > 0 {
+			ordered = false
 		}
-		if m.Request.IsNotification() {
+	}
+	if ordered {
+		return p
+	}
+	p.deps = make([][]int, n)
+	index := make(map[string]int, n) // id key → member, -1 when ambiguous
+	for i := range members {
+		m := &members[i]
+		if m.Err != nil || m.Request.IsNotification() {
 			continue
 		}
 		k := m.Request.ID.Key()
@@ -115,6 +126,12 @@ func (p *batchPlan) failCycles() {
 func (p *Pipeline) runBatch(ctx context.Context, ex *Exchange, members []jsonrpc.Member) []Outcome {
 	plan := planBatch(members)
 	outs := make([]Outcome, len(members))
+	calls := make([]gateway.Call, len(members)) // one allocation for the members' calls
+	ctx = withLogIDs(ctx, ex)                   // once for every member
+	if plan.deps == nil {
+		p.runOrdered(ctx, ex, members, plan.err, outs, calls)
+		return outs
+	}
 	done := make([]chan struct{}, len(members))
 	for i := range done {
 		done[i] = make(chan struct{})
@@ -123,7 +140,11 @@ func (p *Pipeline) runBatch(ctx context.Context, ex *Exchange, members []jsonrpc
 	for i := range members {
 		go func() {
 			defer close(done[i])
-			outs[i] = p.runPlanned(ctx, ex, &members[i], plan.err[i], plan.deps[i], outs, done, sem)
+			var deps []int
+			if plan.deps != nil {
+				deps = plan.deps[i]
+			}
+			outs[i] = p.runPlanned(ctx, ex, &members[i], plan.err[i], deps, outs, done, sem, &calls[i])
 		}()
 	}
 	for i := range done {
@@ -132,9 +153,44 @@ func (p *Pipeline) runBatch(ctx context.Context, ex *Exchange, members []jsonrpc
 	return outs
 }
 
+// runOrdered runs the members of a batch without depends_on: min(batch.concurrency, n)
+// workers — the calling goroutine one of them — take the members in request order, so at
+// most batch.concurrency run at once and a batch runs inline when the bound is 1.
+func (p *Pipeline) runOrdered(ctx context.Context, ex *Exchange, members []jsonrpc.Member, planErr []*gateway.Error,
+	outs []Outcome, calls []gateway.Call) {
+	var next atomic.Int64
+	work := func() {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= len(members) {
+				return
+			}
+			outs[i] = p.runMember(ctx, ex, &members[i], planErr[i], &calls[i])
+		}
+	}
+	workers := min(p.BatchConcurrency, len(members))
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+}
+
+// runMember runs member m whose dependencies are done, in c.
+func (p *Pipeline) runMember(ctx context.Context, ex *Exchange, m *jsonrpc.Member, planErr *gateway.Error, c *gateway.Call) Outcome {
+	if planErr != nil {
+		return Outcome{Err: planErr, ID: memberID(m), Silent: m.Err == nil && m.Request.IsNotification()}
+	}
+	if ctx.Err() != nil {
+		return Outcome{Err: gateway.AsError(ctx.Err()).With("layer", "batch"), ID: m.Request.ID, Silent: m.Request.IsNotification()}
+	}
+	return p.call(ctx, ex, &m.Request, false, c)
+}
+
 // runPlanned runs member m once its dependencies are done and a concurrency slot is free.
 func (p *Pipeline) runPlanned(ctx context.Context, ex *Exchange, m *jsonrpc.Member, planErr *gateway.Error,
-	deps []int, outs []Outcome, done []chan struct{}, sem chan struct{}) Outcome {
+	deps []int, outs []Outcome, done []chan struct{}, sem chan struct{}, c *gateway.Call) Outcome {
 	id := memberID(m)
 	silent := m.Err == nil && m.Request.IsNotification()
 	if planErr != nil {
@@ -157,7 +213,7 @@ func (p *Pipeline) runPlanned(ctx context.Context, ex *Exchange, m *jsonrpc.Memb
 		return Outcome{Err: gateway.AsError(ctx.Err()).With("layer", "batch"), ID: id, Silent: silent}
 	}
 	defer func() { <-sem }()
-	return p.Call(ctx, ex, &m.Request, false)
+	return p.call(ctx, ex, &m.Request, false, c)
 }
 
 func memberID(m *jsonrpc.Member) jsonrpc.ID {

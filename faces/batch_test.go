@@ -1,9 +1,17 @@
 package faces
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
 func TestPlanBatch(t *testing.T) {
@@ -35,5 +43,110 @@ func TestPlanBatch(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// batchPipeline is a pipeline whose handler answers "echo" with its id, fails "fail",
+// panics on "boom", sleeps on "slow", and records how many calls ran at once.
+func batchPipeline(concurrency int, peak *atomic.Int32) *Pipeline {
+	var running atomic.Int32
+	return &Pipeline{
+		BatchConcurrency: concurrency,
+		Limits:           jsonrpc.Limits{MaxBatch: 200},
+		Now:              time.Now,
+		Log:              slog.New(slog.DiscardHandler),
+		Handler: func(_ context.Context, c *gateway.Call) (*gateway.Result, error) {
+			n := running.Add(1)
+			defer running.Add(-1)
+			for {
+				if p := peak.Load(); n <= p || peak.CompareAndSwap(p, n) {
+					break
+				}
+			}
+			switch c.Method {
+			case "fail":
+				return nil, gateway.NewError(schemas.CodeInvalidParams)
+			case "boom":
+				panic("boom")
+			case "slow":
+				time.Sleep(5 * time.Millisecond)
+			}
+			return gateway.NewResult([]byte(c.ID.Raw())), nil
+		},
+	}
+}
+
+func TestRunBatch(t *testing.T) {
+	tests := []struct {
+		name, body, want string
+	}{
+		{"in order",
+			`[{"jsonrpc":"2.0","method":"slow","id":1},{"jsonrpc":"2.0","method":"echo","id":"b"},{"jsonrpc":"2.0","method":"echo","id":3}]`,
+			`[{"jsonrpc":"2.0","result":1,"id":1},{"jsonrpc":"2.0","result":"b","id":"b"},{"jsonrpc":"2.0","result":3,"id":3}]`},
+		{"notification silent",
+			`[{"jsonrpc":"2.0","method":"echo"},{"jsonrpc":"2.0","method":"echo","id":2}]`,
+			`[{"jsonrpc":"2.0","result":2,"id":2}]`},
+		{"panic recovered per member",
+			`[{"jsonrpc":"2.0","method":"boom","id":1},{"jsonrpc":"2.0","method":"echo","id":2}]`,
+			`[{"jsonrpc":"2.0","error":{"code":-32603,`, // then member 2 answered
+		},
+		{"bad member",
+			`[{"jsonrpc":"2.0","method":1,"id":1},{"jsonrpc":"2.0","method":"echo","id":2}]`,
+			`[{"jsonrpc":"2.0","error":{"code":-32600,`},
+		{"depends_on",
+			`[{"jsonrpc":"2.0","method":"echo","params":{"depends_on":[2]},"id":1},{"jsonrpc":"2.0","method":"slow","id":2}]`,
+			`[{"jsonrpc":"2.0","result":1,"id":1},{"jsonrpc":"2.0","result":2,"id":2}]`},
+		{"dependency failed",
+			`[{"jsonrpc":"2.0","method":"fail","id":1},{"jsonrpc":"2.0","method":"echo","params":{"depends_on":[1]},"id":2}]`,
+			`"code":-32025,`},
+	}
+	for _, conc := range []int{1, 4} {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/c%d", tt.name, conc), func(t *testing.T) {
+				var peak atomic.Int32
+				p := batchPipeline(conc, &peak)
+				got := string(p.Serve(context.Background(), &Exchange{TraceID: "t"}, []byte(tt.body), nil))
+				if !strings.Contains(got, tt.want) {
+					t.Errorf("got %s\nwant %s", got, tt.want)
+				}
+				if strings.HasPrefix(tt.name, "panic") || strings.HasPrefix(tt.name, "bad") {
+					if !strings.Contains(got, `{"jsonrpc":"2.0","result":2,"id":2}]`) {
+						t.Errorf("the other member: %s", got)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestRunBatchConcurrencyBound(t *testing.T) {
+	parts := make([]string, 40)
+	for i := range parts {
+		parts[i] = fmt.Sprintf(`{"jsonrpc":"2.0","method":"slow","id":%d}`, i)
+	}
+	body := []byte("[" + strings.Join(parts, ",") + "]")
+	for _, conc := range []int{1, 3, 16, 100} {
+		var peak atomic.Int32
+		p := batchPipeline(conc, &peak)
+		got := string(p.Serve(context.Background(), &Exchange{TraceID: "t"}, body, nil))
+		for i := range parts {
+			if want := fmt.Sprintf(`{"jsonrpc":"2.0","result":%d,"id":%d}`, i, i); !strings.Contains(got, want) {
+				t.Fatalf("c%d: missing %s in %s", conc, want, got)
+			}
+		}
+		if limit := min(conc, len(parts)); int(peak.Load()) > limit || (limit > 1 && peak.Load() < 2) {
+			t.Errorf("c%d: %d ran at once", conc, peak.Load())
+		}
+	}
+}
+
+func TestRunBatchCancelled(t *testing.T) {
+	var peak atomic.Int32
+	p := batchPipeline(1, &peak)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	got := string(p.Serve(ctx, &Exchange{TraceID: "t"}, []byte(`[{"jsonrpc":"2.0","method":"echo","id":1},{"jsonrpc":"2.0","method":"echo"}]`), nil))
+	if !strings.Contains(got, `"layer":"batch"`) || peak.Load() != 0 {
+		t.Errorf("cancelled batch ran: %s", got)
 	}
 }

@@ -57,7 +57,18 @@ func (p *Pipeline) ServePayload(ctx context.Context, ex *Exchange, payload jsonr
 
 // Call runs one well-formed request through the pipeline; single says it is not a batch
 // member (only then may its streamed result be delivered incrementally).
-func (p *Pipeline) Call(ctx context.Context, ex *Exchange, req *jsonrpc.Request, single bool) (out Outcome) {
+func (p *Pipeline) Call(ctx context.Context, ex *Exchange, req *jsonrpc.Request, single bool) Outcome {
+	return p.call(withLogIDs(ctx, ex), ex, req, single, new(gateway.Call))
+}
+
+// withLogIDs gives ctx the exchange's log ids (its calls' trace id).
+func withLogIDs(ctx context.Context, ex *Exchange) context.Context {
+	return observability.WithLogIDs(ctx, observability.LogIDs{TraceID: ex.TraceID})
+}
+
+// call is Call in c (a batch allocates its members' calls at once), under a ctx that
+// carries the exchange's log ids.
+func (p *Pipeline) call(ctx context.Context, ex *Exchange, req *jsonrpc.Request, single bool, c *gateway.Call) (out Outcome) {
 	out.ID, out.Silent = req.ID, req.IsNotification()
 	var input gateway.Stream
 	if d, ok := ex.Delivery.(InputDeliverer); ok && !out.Silent {
@@ -71,7 +82,7 @@ func (p *Pipeline) Call(ctx context.Context, ex *Exchange, req *jsonrpc.Request,
 			defer stop()
 		}
 	}
-	c := &gateway.Call{
+	*c = gateway.Call{
 		Method:     req.Method,
 		Params:     req.Params,
 		ID:         req.ID,
@@ -91,7 +102,6 @@ func (p *Pipeline) Call(ctx context.Context, ex *Exchange, req *jsonrpc.Request,
 		ctx, t = p.Tracer.TraceCall(ctx, ex.Span, c, single)
 		defer func() { t.Record(c, out.Err) }()
 	}
-	ctx = observability.WithLogIDs(ctx, observability.LogIDs{TraceID: c.TraceID})
 	if p.Access != nil {
 		defer p.logAccess(ctx, c, &out, time.Now())
 	}
