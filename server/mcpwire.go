@@ -39,7 +39,7 @@ func (r mcpRuntime) Table() *routing.Table { return r.table }
 
 // Visibility implements mcpface.Runtime.
 func (r mcpRuntime) Visibility() mcpface.Visibility {
-	return newVisibility(r.policy, r.table)
+	return r.visibility
 }
 
 // WriteTimeout implements mcpface.Runtime.

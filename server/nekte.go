@@ -90,7 +90,7 @@ func (rt *runtime) routeNekte(svc *nekteService) error {
 		return fmt.Errorf("nekte.catalog: %w", err)
 	}
 	route := nekte.NewRoute(nekte.RouteParams{Service: svc.svc, Catalog: reg, Endpoint: cfg.Endpoint,
-		Auth: cardAuth(rt.cfg.Auth), Visibility: newVisibility(rt.policy, rt.table), Logger: rt.log})
+		Auth: cardAuth(rt.cfg.Auth), Visibility: rt.visibility, Logger: rt.log})
 	methods, _ := svc.svc.Routes()
 	for _, m := range methods {
 		if err := rt.table.Add(m, route); err != nil {

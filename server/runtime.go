@@ -16,6 +16,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/routing"
+	"github.com/gatehouse-dev/gatehouse/routing/capability"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
 	"github.com/gatehouse-dev/gatehouse/routing/nekte"
 	"github.com/gatehouse-dev/gatehouse/state"
@@ -50,6 +51,9 @@ type runtime struct {
 	// policy is the configuration's policy, compiled once: the policy stage and the
 	// catalogs' visibility (newVisibility) ask the same engine.
 	policy runtimePolicy
+	// visibility is what each caller may see of the catalogs under that policy (NEKTE
+	// discovery and card, the MCP face's lists), made once per configuration.
+	visibility *capability.Visibility
 
 	refs      atomic.Int64
 	retired   atomic.Bool
@@ -113,17 +117,18 @@ func buildRuntime(cfg *Config, pre *compiled, p process) (*runtime, error) {
 	pol := policyOf(cfg, pre)
 	handler, parts := pipeline(pipelineParams{process: p, cfg: cfg, pol: pol, table: table})
 	rt := &runtime{
-		cfg:     cfg,
-		handler: handler,
-		built:   parts,
-		auth:    authn,
-		authn:   authn,
-		table:   table,
-		policy:  pol,
-		limits:  cfg.JSONRPC.Limits(cfg.Batch),
-		log:     log,
-		access:  observability.NewAccessLog(cfg.Log, log),
-		now:     now,
+		cfg:        cfg,
+		handler:    handler,
+		built:      parts,
+		auth:       authn,
+		authn:      authn,
+		table:      table,
+		policy:     pol,
+		visibility: newVisibility(pol, table),
+		limits:     cfg.JSONRPC.Limits(cfg.Batch),
+		log:        log,
+		access:     observability.NewAccessLog(cfg.Log, log),
+		now:        now,
 	}
 	if err := rt.routeNekte(p.nekte); err != nil {
 		return nil, errors.Join(err, table.Close(), authn.Close())
