@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/configs"
+
 	"github.com/gatehouse-dev/gatehouse/gateway"
 )
 
@@ -226,11 +228,18 @@ func TestOverload(t *testing.T) {
 		workers = 16
 		service = 200 * time.Millisecond // long beside a loaded 2-core machine's scheduling delays
 	)
+	shipped, err := configs.Sections("admission")
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name      string
 		admission string
 		reason    string // why calls are shed
 	}{
+		// The shipped default's admission section, verbatim: what a user gets. Its global
+		// limit adapts from windows of at least 10 calls, and the backend runs 16 at once.
+		{"shipped default", "\n" + shipped, "global_limit"},
 		{"backend queue", fmt.Sprintf(`
 admission:
   backends:

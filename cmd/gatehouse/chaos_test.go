@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/configs"
 	"github.com/gatehouse-dev/gatehouse/internal/chaostest"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
@@ -34,10 +35,15 @@ func (p *process) breakersOf(t *testing.T) []map[string]any {
 // TestChaosGRPCBackendKilledUnderLoad kills the gRPC backend process while calls stream
 // through the gateway process, and starts it again on the same address. The breaker
 // opens and calls fail fast with CIRCUIT_OPEN; once the backend is back a probe closes the
-// breaker and calls succeed; no call outlives its deadline.
+// breaker and calls succeed; no call outlives its deadline. The enforcement is the shipped
+// default's (its breakers, retries and admission sections, verbatim): what a user gets.
 func TestChaosGRPCBackendKilledUnderLoad(t *testing.T) {
 	backend, backendAddr := startBackend(t, "127.0.0.1:0")
 	defer func() { _ = backend.Process.Kill(); _ = backend.Wait() }()
+	shipped, err := configs.Sections("breakers", "retries", "admission")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := filepath.Join(t.TempDir(), "gatehouse.yaml")
 	_ = os.WriteFile(cfg, []byte(fmt.Sprintf(`auth: {anonymous: {}}
 routing:
@@ -47,15 +53,15 @@ routing:
       descriptors: {reflection: true}
       methods: {subtract: calculator.v1.CalculatorService/Subtract}
       unwrap: {subtract: result}
-breakers:
-  default: {min_requests: 5, failure_ratio: 0.5, window: 2s, open_duration: 300ms, half_open_probes: 1}
-`, backendAddr)), 0o600)
+`, backendAddr)+shipped), 0o600)
 	p := startProcess(t, cfg)
 
+	// The shipped breaker stays open 5s before its probes: the run is long enough for
+	// that, and bounded.
 	load := chaostest.Start(chaostest.Options{
 		URL:     p.rpc,
 		Calls:   []chaostest.Call{{Method: "subtract", Params: "[5,3]"}},
-		Workers: 8, Budget: time.Second, Pause: 5 * time.Millisecond, MaxCalls: 20000, MaxDuration: 9 * time.Second,
+		Workers: 8, Budget: time.Second, Pause: 5 * time.Millisecond, MaxCalls: 60000, MaxDuration: 16 * time.Second,
 	})
 	isOK := func(s chaostest.Sample) bool { return s.Err == nil && s.Code == 0 }
 	if _, ok := load.WaitFor(time.Now(), 2*time.Second, isOK); !ok {
@@ -79,7 +85,7 @@ breakers:
 
 	backend, _ = startBackend(t, backendAddr)
 	restarted := time.Now()
-	if _, ok := load.WaitFor(restarted, 6*time.Second, isOK); !ok {
+	if _, ok := load.WaitFor(restarted, 9*time.Second, isOK); !ok {
 		t.Fatal("calls did not succeed again after the backend came back")
 	}
 	waitFor(t, func() bool { return len(p.breakersOf(t)) == 0 })

@@ -97,11 +97,13 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gatehouse validate: --config is required")
 		return 2
 	}
-	if _, err := loadConfig(*file); err != nil {
+	cfg, err := loadConfig(*file)
+	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", *file)
+	printEnforcement(stdout, cfg)
 	return 0
 }
 

@@ -63,6 +63,7 @@ func (ac *adminCall) serve(ctx context.Context, body []byte, lim jsonrpc.Limits,
 	}
 	for _, m := range payload.Members {
 		if m.Err == nil && m.Request.IsNotification() {
+			_, _ = ac.run(ctx, &m.Request) // a notification runs; it is not answered
 			continue
 		}
 		if len(out) > 1 {
@@ -79,7 +80,10 @@ func (ac *adminCall) serve(ctx context.Context, body []byte, lim jsonrpc.Limits,
 		}
 		out = jsonrpc.AppendResult(out, m.Request.ID, res)
 	}
-	if payload.Batch {
+	switch {
+	case payload.Batch && len(out) == 1:
+		return nil // only notifications: nothing to answer (HTTP 204)
+	case payload.Batch:
 		out = append(out, ']')
 	}
 	return out

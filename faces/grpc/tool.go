@@ -32,7 +32,8 @@ type toolService struct {
 // is a response with status ERROR (or TIMEOUT); a call that could not be made at all (no
 // such tool, upstream down, bad input) is a gRPC status from the error table.
 func (ts *toolService) ToolInvocation(ctx context.Context, req *toolv1.ToolInvocationRequest) (*toolv1.ToolInvocationResponse, error) {
-	target := ts.mcpTarget()
+	target, release := ts.mcpTarget()
+	defer release()
 	if target == nil {
 		return nil, toStatus(gateway.Errorf(schemas.CodeMethodNotFound, "No MCP servers are configured"), "")
 	}
@@ -79,7 +80,8 @@ func (ts *toolService) ToolInvocation(ctx context.Context, req *toolv1.ToolInvoc
 // ListTools implements tool.v1.ToolService/ListTools: the available bridged tools,
 // optionally those whose names start with name_prefix.
 func (ts *toolService) ListTools(_ context.Context, req *toolv1.ListToolsRequest) (*toolv1.ListToolsResponse, error) {
-	target := ts.mcpTarget()
+	target, release := ts.mcpTarget()
+	defer release()
 	if target == nil {
 		return &toolv1.ListToolsResponse{}, nil
 	}
@@ -103,11 +105,12 @@ func (ts *toolService) ListTools(_ context.Context, req *toolv1.ListToolsRequest
 	return out, nil
 }
 
-// mcpTarget finds the bridge's target in the current configuration.
-func (ts *toolService) mcpTarget() *mcpbackend.Target {
+// mcpTarget finds the bridge's target in the current configuration, which the caller
+// holds until it calls release: a reload cannot retire the target (and its catalog) while
+// a call still reads it.
+func (ts *toolService) mcpTarget() (target *mcpbackend.Target, release func()) {
 	rt := ts.gw.Acquire()
-	defer rt.Release()
-	return rt.Table().MCP()
+	return rt.Table().MCP(), rt.Release
 }
 
 func (ts *toolService) provenance(target *mcpbackend.Target, tool string, result []byte) *commonv1.ProvenanceRecord {
