@@ -235,7 +235,7 @@ type mcpUpstreamProcess struct {
 // (TestMCPStreamableUpstreamProcess) and stops it when the benchmark ends.
 func benchMCPUpstreamProcess(b *testing.B) *mcpUpstreamProcess {
 	b.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestMCPStreamableUpstreamProcess$", "-test.count=1") //nolint:gosec // this test binary
+	cmd := exec.Command(os.Args[0], "-test.run=^TestMCPStreamableUpstreamProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(), mcpUpstreamEnv+"=1")
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
