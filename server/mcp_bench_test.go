@@ -1,12 +1,16 @@
 package server
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -101,12 +105,24 @@ func gatehouseBinary(tb testing.TB) string {
 // HTTP upstream with the same client calling that upstream directly, at 1 and 32
 // concurrent callers (issue #23's path). gateway_idle2 is the gateway with the upstream
 // client keeping two idle connections, as http.DefaultTransport did before
-// max_idle_conns: at 32 callers it dials for nearly every call. upstream-conns/op is the
-// TCP connections the upstream accepted per call (load-independent, unlike the times).
+// max_idle_conns: at 32 callers it dials for nearly every call.
+//
+// The upstream runs in a child process (this test binary, TestMCPStreamableUpstreamProcess),
+// so CPU time is attributed per process:
+//
+//   - upstream-conns/op: TCP connections the upstream accepted per call (load-independent);
+//   - upstream-cpu-ns/op: the upstream process's user+system CPU per call (/proc/<pid>/stat);
+//   - cpu-ns/op: this process's CPU per call: the client alone for direct, the client and the
+//     gateway for gateway;
+//   - gateway-cpu-ns/op (gateway only, when direct ran first in the same run): cpu-ns/op less
+//     direct's at the same caller count — the gateway's own CPU per call, the client's share
+//     taken out — and gateway-cpu/upstream-cpu, that divided by the upstream's own CPU per
+//     call in the same round (issue #23's target: ≤ 0.5).
 func BenchmarkMCPStreamable(b *testing.B) {
-	upstream, accepted := benchMCPUpstream(b)
+	upstream := benchMCPUpstreamProcess(b)
 	callers := []int{1, 32}
-	run := func(b *testing.B, url string) {
+	clientCPU := map[int]float64{} // direct's cpu-ns/op by caller count, this run
+	run := func(b *testing.B, url string, gateway bool) {
 		cli := benchMCPClient(b, url)
 		call := func(ctx context.Context) error {
 			r := mcp.CallToolRequest{}
@@ -125,9 +141,24 @@ func BenchmarkMCPStreamable(b *testing.B) {
 		}
 		for _, c := range callers {
 			b.Run("c"+strconv.Itoa(c), func(b *testing.B) {
-				before := accepted.Load()
+				conns, upCPU, cpu := upstream.accepted(b), upstream.cpu(b), processCPU()
 				benchutil.Callers(b, c, call)
-				b.ReportMetric(float64(accepted.Load()-before)/float64(b.N), "upstream-conns/op")
+				b.StopTimer()
+				n := float64(b.N)
+				cpu, upCPU = processCPU()-cpu, upstream.cpu(b)-upCPU
+				perCall, upPerCall := float64(cpu.Nanoseconds())/n, float64(upCPU.Nanoseconds())/n
+				b.ReportMetric(float64(upstream.accepted(b)-conns)/n, "upstream-conns/op")
+				b.ReportMetric(upPerCall, "upstream-cpu-ns/op")
+				b.ReportMetric(perCall, "cpu-ns/op")
+				if !gateway {
+					clientCPU[c] = perCall
+					return
+				}
+				if client, ok := clientCPU[c]; ok && upPerCall > 0 {
+					own := max(perCall-client, 0)
+					b.ReportMetric(own, "gateway-cpu-ns/op")
+					b.ReportMetric(own/upPerCall, "gateway-cpu/upstream-cpu")
+				}
 			})
 		}
 	}
@@ -140,45 +171,143 @@ routing:
     servers:
       - name: demo
         http: {url: %q%s}
-`, upstream, idle))
-			run(b, strings.TrimSuffix(rpc, "/rpc")+"/mcp")
+`, upstream.url, idle))
+			run(b, strings.TrimSuffix(rpc, "/rpc")+"/mcp", true)
 		}
 	}
+	b.Run("direct", func(b *testing.B) { run(b, upstream.url, false) }) // first: its CPU per call is the client's share
 	b.Run("gateway", gateway(""))
 	b.Run("gateway_idle2", gateway(", max_idle_conns: 2"))
-	b.Run("direct", func(b *testing.B) { run(b, upstream) })
 }
 
-// benchMCPUpstream serves the demo MCP fixture over streamable HTTP on loopback until the
-// benchmark ends and returns its URL and the count of TCP connections it accepted.
-func benchMCPUpstream(b *testing.B) (string, *atomic.Int64) {
-	b.Helper()
+// mcpUpstreamEnv makes this test binary, started by benchMCPUpstreamProcess, serve the demo
+// MCP fixture over streamable HTTP instead of running tests.
+const mcpUpstreamEnv = "GATEHOUSE_BENCH_MCP_UPSTREAM"
+
+// TestMCPStreamableUpstreamProcess is BenchmarkMCPStreamable's upstream when this binary is
+// started as its child (mcpUpstreamEnv set): it serves the demo MCP fixture over streamable
+// HTTP on a loopback port, at /mcp, and the count of TCP connections it accepted at
+// /accepted; it writes its URL as the first line of stdout and stops when stdin ends.
+func TestMCPStreamableUpstreamProcess(t *testing.T) {
+	if os.Getenv(mcpUpstreamEnv) == "" {
+		t.Skip("the upstream child of BenchmarkMCPStreamable; runs only when started by it")
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
-	accepted := &atomic.Int64{}
+	var accepted atomic.Int64
 	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second, ConnState: func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
 			accepted.Add(1)
 		}
 	}}
 	handler := demo.NewMCP(demo.MCPOptions{Logger: slog.New(slog.DiscardHandler)}).StreamableHTTPHandler(mcpserver.WithStreamableHTTPServer(hs))
-	hs.Handler = handler
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", handler)
+	mux.HandleFunc("GET /accepted", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = fmt.Fprint(w, accepted.Load())
+	})
+	hs.Handler = mux
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
+	fmt.Printf("http://%s\n", ln.Addr())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := handler.Shutdown(ctx); err != nil {
+		t.Errorf("upstream shutdown: %v", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		t.Errorf("upstream: %v", err)
+	}
+}
+
+// mcpUpstreamProcess is the child serving BenchmarkMCPStreamable's upstream.
+type mcpUpstreamProcess struct {
+	url  string // the MCP endpoint
+	base string
+	pid  int
+	hc   *http.Client
+}
+
+// benchMCPUpstreamProcess starts this test binary as the upstream child
+// (TestMCPStreamableUpstreamProcess) and stops it when the benchmark ends.
+func benchMCPUpstreamProcess(b *testing.B) *mcpUpstreamProcess {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestMCPStreamableUpstreamProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), mcpUpstreamEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
 	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := handler.Shutdown(ctx); err != nil {
-			b.Errorf("upstream shutdown: %v", err)
-		}
-		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-			b.Errorf("upstream: %v", err)
+		_ = stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			b.Errorf("upstream child: %v", err)
 		}
 	})
-	return "http://" + ln.Addr().String() + "/mcp", accepted
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("upstream child: %v", err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }() // the rest of the test binary's output
+	base := strings.TrimSpace(line)
+	if !strings.HasPrefix(base, "http://") {
+		b.Fatalf("upstream child said %q", line)
+	}
+	return &mcpUpstreamProcess{url: base + "/mcp", base: base, pid: cmd.Process.Pid, hc: benchClient()}
 }
+
+// accepted returns the TCP connections the upstream has accepted.
+func (p *mcpUpstreamProcess) accepted(b *testing.B) int64 {
+	resp, err := p.hc.Get(p.base + "/accepted")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, err := strconv.ParseInt(string(body), 10, 64)
+	if err != nil {
+		b.Fatalf("upstream /accepted: %q", body)
+	}
+	return n // counts this request's connection once; it is kept alive between readings
+}
+
+// cpu returns the upstream process's user and system CPU time, from /proc/<pid>/stat
+// (utime and stime, in clock ticks of 10 ms).
+func (p *mcpUpstreamProcess) cpu(b *testing.B) time.Duration {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces:
+	// state is field 3, utime 14 and stime 15.
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(f) < 13 {
+		b.Fatalf("/proc/%d/stat: %q", p.pid, stat)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(utime+stime) * clockTick
+}
+
+// clockTick is the unit of /proc/<pid>/stat's times (USER_HZ, 100 on Linux).
+const clockTick = 10 * time.Millisecond
 
 // benchMCPClient is an initialized mcp-go streamable HTTP client of url, closed when the
 // benchmark ends, whose HTTP client keeps enough idle connections for every caller.

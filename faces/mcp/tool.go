@@ -27,6 +27,8 @@ func (f *Face) callTool(method string) mcpserver.ToolHandlerFunc {
 		if meta := req.Params.Meta; meta != nil && meta.ProgressToken != nil {
 			ctx = f.relayProgress(ctx, meta.ProgressToken)
 		}
+		tr := &mcpbackend.ToolResult{}
+		ctx = mcpbackend.WithToolResult(ctx, tr)
 		rt := f.gw.Acquire()
 		if meta := req.Params.Meta; meta != nil && rt.Pipeline().Tracer != nil {
 			ctx = observability.ExtractMeta(ctx, meta.AdditionalFields) // params._meta.traceparent
@@ -42,6 +44,8 @@ func (f *Face) callTool(method string) mcpserver.ToolHandlerFunc {
 				return nil, out.Err
 			}
 			raw, _ = json.Marshal(out.Err.Data()["result"])
+		} else if typed := tr.Of(out.Result); typed != nil {
+			return typed, nil // the upstream client decoded these very bytes already
 		}
 		return mcp.ParseCallToolResult(&raw)
 	}

@@ -232,6 +232,10 @@ var transcodeDefs = func() []ratioDef {
 // service time and concurrency behind the admission stage sized to it.
 const overloadBench = "server.BenchmarkOverload"
 
+// mcpStreamableBench is the benchmark of issue #23's MCP path: it reports each process's
+// CPU per tools/call beside the times.
+const mcpStreamableBench = "server.BenchmarkMCPStreamable"
+
 // metricDefs are figures a benchmark computes as ratios itself and reports with
 // b.ReportMetric (the report takes their median over the rounds), beside tokenRatios.
 var metricDefs = []metricRatio{
@@ -242,6 +246,10 @@ var metricDefs = []metricRatio{
 		"aim ≤ 3: admitted calls do not queue without bound"},
 	{"Overload: p99 latency of a shed call (5002) at 3× ÷ the backend's service time", overloadBench, "reject-p99/service",
 		"near 0: refusals are answered at once (aim: under 1 ms)"},
+	{"MCP face → streamable HTTP upstream: the gateway's own CPU per tools/call ÷ the upstream server's own, 1 caller", mcpStreamableBench + "/gateway/c1", "gateway-cpu/upstream-cpu",
+		"issue #23's target ≤ 0.5; the gateway's share is its process's CPU less the client's (measured by direct in the same run), the upstream's is its child process's"},
+	{"MCP face → streamable HTTP upstream: the gateway's own CPU per tools/call ÷ the upstream server's own, 32 callers", mcpStreamableBench + "/gateway/c32", "gateway-cpu/upstream-cpu",
+		"target ≤ 0.5"},
 	{"Scale-out: Redis round trips per call (three replicas; rate limit + idempotency key)", "server.BenchmarkReplicas/redis_3", "redis-round-trips/call",
 		"every state operation is one command or one Lua script: one rate-limit decision, the idempotency lock, the record"},
 }

@@ -107,3 +107,34 @@ BenchmarkOverload-2   	       1	         0.95 goodput-1.5x/peak	         0.95 go
 		t.Errorf("report lacks the overload row:\n%s", md)
 	}
 }
+
+// TestMCPCPURows: the MCP CPU-per-call figures are the medians of the ratio the
+// benchmark reports, per caller count.
+func TestMCPCPURows(t *testing.T) {
+	res, err := parse(strings.NewReader(`pkg: github.com/gatehouse-dev/gatehouse/server
+BenchmarkMCPStreamable/gateway/c1-2    	    3000	    500000 ns/op	    290000 cpu-ns/op	    210000 gateway-cpu-ns/op	         1.10 gateway-cpu/upstream-cpu
+BenchmarkMCPStreamable/gateway/c32-2   	    3000	    900000 ns/op	    350000 cpu-ns/op	    290000 gateway-cpu-ns/op	         1.50 gateway-cpu/upstream-cpu
+BenchmarkMCPStreamable/gateway/c1-2    	    3000	    500000 ns/op	    290000 cpu-ns/op	    210000 gateway-cpu-ns/op	         1.30 gateway-cpu/upstream-cpu
+BenchmarkMCPStreamable/gateway/c32-2   	    3000	    900000 ns/op	    350000 cpu-ns/op	    290000 gateway-cpu-ns/op	         1.70 gateway-cpu/upstream-cpu
+BenchmarkMCPStreamable/gateway/c1-2    	    3000	    500000 ns/op	    290000 cpu-ns/op	    210000 gateway-cpu-ns/op	         0.90 gateway-cpu/upstream-cpu
+BenchmarkMCPStreamable/gateway/c32-2   	    3000	    900000 ns/op	    350000 cpu-ns/op	    290000 gateway-cpu-ns/op	         1.60 gateway-cpu/upstream-cpu
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, r := range metricRatios(res) {
+		if strings.HasPrefix(r.def.title, "MCP face → streamable HTTP upstream: the gateway's own CPU") && r.ok {
+			got[r.def.num] = r.value
+		}
+	}
+	want := map[string]float64{mcpStreamableBench + "/gateway/c1": 1.10, mcpStreamableBench + "/gateway/c32": 1.60}
+	for bench, v := range want {
+		if got[bench] != v {
+			t.Errorf("%s: %v, want the median %v", bench, got[bench], v)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("rows %v, want %v", got, want)
+	}
+}
