@@ -2,6 +2,7 @@ package faces
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -79,4 +80,51 @@ func TestSendQueueWaitsForRoom(t *testing.T) {
 			t.Fatal("queued past the limit")
 		}
 	})
+}
+
+// TestOutboxAtTheEdge: an Outbox holds exactly its bounds in messages and bytes, as a
+// SendQueue does, allocating nothing while empty, growing its storage only as messages
+// arrive (never past the bound) and releasing it when it drains; messages leave in order.
+func TestOutboxAtTheEdge(t *testing.T) {
+	size := func(b []byte) int { return len(b) }
+	tests := []struct {
+		name      string
+		messages  int
+		bytes     int64
+		push      int // 10-byte messages pushed
+		queued    int
+		wantSlots int
+	}{
+		{"one message allocates a few slots", 256, 1 << 20, 1, 1, outboxFirstSlots},
+		{"grows by doubling", 256, 1 << 20, 5, 5, 2 * outboxFirstSlots},
+		{"never past the message bound", 6, 1 << 20, 9, 6, 6},
+		{"a bound of 0 holds one", 0, 1 << 20, 3, 1, 1},
+		{"the byte bound", 256, 30, 9, 3, outboxFirstSlots},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := NewOutbox(tt.messages, tt.bytes, size)
+			if q.Slots() != 0 {
+				t.Fatalf("an empty outbox holds %d slots", q.Slots())
+			}
+			for i := range tt.push {
+				q.TryPush([]byte(fmt.Sprintf("message %02d", i)), q.Cap(), tt.bytes)
+			}
+			if q.Len() != tt.queued || q.Bytes() != int64(10*tt.queued) || q.Slots() != tt.wantSlots {
+				t.Fatalf("%d queued (%d bytes) in %d slots, want %d in %d", q.Len(), q.Bytes(), q.Slots(), tt.queued, tt.wantSlots)
+			}
+			if full := tt.queued < tt.push; full && q.Push(context.Background(), []byte("one more.."), time.Millisecond) {
+				t.Fatal("queued past the bounds")
+			}
+			for i := range q.Len() {
+				v, ok := q.Pop()
+				if !ok || string(v) != fmt.Sprintf("message %02d", i) {
+					t.Fatalf("pop %d: %q %v", i, v, ok)
+				}
+			}
+			if _, ok := q.Pop(); ok || q.Slots() != 0 || q.Bytes() != 0 {
+				t.Fatalf("drained outbox: %d slots, %d bytes", q.Slots(), q.Bytes())
+			}
+		})
+	}
 }

@@ -25,6 +25,14 @@ type Config struct {
 	// InputQueue bounds the messages a client-streaming call may have waiting ($/stream/send);
 	// past it the call fails with OVERLOADED.
 	InputQueue int `yaml:"input_queue" json:"input_queue,omitempty"`
+	// ReadBufferBytes is the buffer a connection reads frames through, held for as long as
+	// it is open, idle or not (at least 125 bytes, a control frame's payload); a message
+	// larger than the buffer is read into its own memory past it.
+	ReadBufferBytes int `yaml:"read_buffer_bytes" json:"read_buffer_bytes,omitempty"`
+	// WriteBufferBytes is the buffer a message is framed in, borrowed from a pool shared by
+	// the connections while the message is written and returned after; a longer message is
+	// sent in frames of this size.
+	WriteBufferBytes int `yaml:"write_buffer_bytes" json:"write_buffer_bytes,omitempty"`
 	// AllowedOrigins lists the browser origins allowed to connect; "*" allows any. Requests
 	// without an Origin header (non-browser clients) are always allowed.
 	AllowedOrigins []string `yaml:"allowed_origins" json:"allowed_origins,omitempty"`
@@ -32,13 +40,15 @@ type Config struct {
 
 // Defaults of the websocket section.
 const (
-	DefaultMaxInFlight    = 64
-	DefaultPingInterval   = 20 * time.Second
-	DefaultPongTimeout    = 10 * time.Second
-	DefaultWriteTimeout   = 10 * time.Second
-	DefaultSendQueue      = 256
-	DefaultInputQueue     = 64
-	DefaultSendQueueBytes = 1 << 20
+	DefaultMaxInFlight      = 64
+	DefaultPingInterval     = 20 * time.Second
+	DefaultPongTimeout      = 10 * time.Second
+	DefaultWriteTimeout     = 10 * time.Second
+	DefaultSendQueue        = 256
+	DefaultInputQueue       = 64
+	DefaultSendQueueBytes   = 1 << 20
+	DefaultReadBufferBytes  = 512
+	DefaultWriteBufferBytes = 4096
 )
 
 // WithDefaults returns c with every zero field set to its default; maxBody is
@@ -52,6 +62,8 @@ func (c Config) WithDefaults(maxBody int64) Config {
 	setDefault(&c.SendQueue, DefaultSendQueue)
 	setDefault(&c.InputQueue, DefaultInputQueue)
 	setDefault(&c.SendQueueBytes, DefaultSendQueueBytes)
+	setDefault(&c.ReadBufferBytes, DefaultReadBufferBytes)
+	setDefault(&c.WriteBufferBytes, DefaultWriteBufferBytes)
 	return c
 }
 

@@ -30,6 +30,13 @@ import (
 // message's requests produce — responses, progress, stream and event notifications — goes
 // back in messages of the same kind. Requests run concurrently and their responses are
 // sent as they complete.
+//
+// The handler returns once the connection is upgraded, so that nothing of the HTTP request
+// (its buffers, request and context objects) outlives the handshake: the connection then
+// lives on one reader goroutine, parked in a read of the next frame with a small buffer
+// (websocket.read_buffer_bytes) while idle, and a writer goroutine that runs only while
+// there is something to send, borrowing a pooled write buffer (websocket.write_buffer_bytes)
+// for each message.
 func (f *Face) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt := f.gw.Acquire()
 	p, cfg := rt.Pipeline(), rt.WebSocket()
@@ -59,6 +66,9 @@ func (f *Face) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	up := websocket.Upgrader{
 		CheckOrigin:       originChecker(cfg.AllowedOrigins),
 		EnableCompression: false,
+		ReadBufferSize:    cfg.ReadBufferBytes,
+		WriteBufferSize:   cfg.WriteBufferBytes,
+		WriteBufferPool:   f.writeBuffers(cfg.WriteBufferBytes),
 	}
 	if subprotocol != "" {
 		up.Subprotocols = []string{subprotocol}
@@ -77,7 +87,7 @@ func (f *Face) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = conn.Close()
 		return
 	}
-	wc.serve()
+	go wc.serve()
 }
 
 // originChecker allows requests without Origin (non-browser clients), same-host origins,
@@ -93,8 +103,8 @@ func originChecker(allowed []string) func(*http.Request) bool {
 	}
 }
 
-// wsConn is one WebSocket connection: one reader (the handler's goroutine), one writer,
-// and a goroutine per running request.
+// wsConn is one WebSocket connection: one reader, a writer while there is something to
+// write, and a goroutine per running request.
 type wsConn struct {
 	f         *Face
 	conn      *websocket.Conn
@@ -104,18 +114,27 @@ type wsConn struct {
 	ctx    context.Context // cancelled when the peer is gone or the connection is failed
 	cancel context.CancelFunc
 
-	send     *faces.SendQueue[wsFrame] // what waits for the writer
-	inflight chan struct{}             // one token per running request
+	send     *faces.Outbox[wsFrame] // what waits for the writer
+	inflight chan struct{}          // one token per running request
 	running  sync.WaitGroup
 
 	callsMu sync.Mutex
-	calls   map[string]*wsCall // requests in flight, by id key
+	calls   map[string]*wsCall // requests in flight, by id key; nil when none
 
-	draining   atomic.Bool
-	closeOnce  sync.Once
-	closing    chan struct{} // closed when the writer should say goodbye
-	closeCode  int
-	closeText  string
+	draining  atomic.Bool
+	closeOnce sync.Once
+	closing   chan struct{} // closed when the writer should say goodbye
+	closeCode int
+	closeText string
+
+	// The writer runs only while there is something to write: a message queued, a ping due
+	// or the goodbye. wmu guards its state.
+	wmu        sync.Mutex
+	serving    bool        // serve has started: the writer may run
+	writing    bool        // a writer goroutine is running
+	finished   bool        // the writer has closed the connection; it never runs again
+	pingDue    bool        // the ping timer fired since the last ping was written
+	ping       *time.Timer // fires every websocket.ping_interval while the writer may run
 	writerDone chan struct{}
 	done       chan struct{} // closed when the connection is fully finished
 }
@@ -124,9 +143,8 @@ func newConn(f *Face, conn *websocket.Conn, cfg Config, p gateway.Principal) *ws
 	ctx, cancel := context.WithCancel(context.Background())
 	return &wsConn{
 		f: f, conn: conn, cfg: cfg, principal: p, ctx: ctx, cancel: cancel,
-		send:       faces.NewSendQueue(cfg.SendQueue, cfg.SendQueueBytes, func(f wsFrame) int { return len(f.data) }),
+		send:       faces.NewOutbox(cfg.SendQueue, cfg.SendQueueBytes, func(f wsFrame) int { return len(f.data) }),
 		inflight:   make(chan struct{}, cfg.MaxInFlight),
-		calls:      make(map[string]*wsCall),
 		closing:    make(chan struct{}),
 		writerDone: make(chan struct{}),
 		done:       make(chan struct{}),
@@ -138,7 +156,7 @@ func newConn(f *Face, conn *websocket.Conn, cfg Config, p gateway.Principal) *ws
 func (c *wsConn) serve() {
 	defer close(c.done)
 	defer c.f.conns.remove(c)
-	go c.writeLoop()
+	c.startWriter()
 	c.readLoop()
 	if !c.draining.Load() {
 		c.cancel() // the peer is gone or broke the protocol: its calls are abandoned
@@ -298,7 +316,9 @@ func (c *wsConn) frame(enc faces.Encoding, msg []byte) wsFrame {
 // (websocket.send_queue messages or send_queue_bytes bytes) it waits for room up to half
 // websocket.write_timeout; a consumer whose queue stays full that long is disconnected.
 func (c *wsConn) enqueue(enc faces.Encoding, msg []byte) {
-	if !c.send.Push(c.ctx, c.frame(enc, msg), faces.SlowConsumerWait(c.cfg.WriteTimeout)) && c.ctx.Err() == nil {
+	if c.send.Push(c.ctx, c.frame(enc, msg), faces.SlowConsumerWait(c.cfg.WriteTimeout)) {
+		c.kick()
+	} else if c.ctx.Err() == nil {
 		c.slow()
 	}
 }
@@ -321,7 +341,11 @@ func (c *wsConn) offer(enc faces.Encoding, msg []byte) bool {
 	if c.ctx.Err() != nil || 2*c.send.Len() >= c.send.Cap() {
 		return false
 	}
-	return c.send.TryPush(c.frame(enc, msg), c.send.Cap()/2, c.cfg.SendQueueBytes/2)
+	if !c.send.TryPush(c.frame(enc, msg), c.send.Cap()/2, c.cfg.SendQueueBytes/2) {
+		return false
+	}
+	c.kick()
+	return true
 }
 
 // closeWith asks the writer to flush what is queued, send a close frame and close. The
@@ -330,6 +354,7 @@ func (c *wsConn) closeWith(code int, text string) {
 	c.closeOnce.Do(func() {
 		c.closeCode, c.closeText = code, text
 		close(c.closing)
+		c.kick()
 	})
 }
 
@@ -346,34 +371,93 @@ func (c *wsConn) abort() {
 	_ = c.conn.Close()
 }
 
+// startWriter lets the writer run from now on and starts the ping timer.
+func (c *wsConn) startWriter() {
+	c.wmu.Lock()
+	c.serving = true
+	c.ping = time.AfterFunc(c.cfg.PingInterval, c.pingTimer)
+	c.wmu.Unlock()
+	c.kick()
+}
+
+// pingTimer asks the writer for a ping and arms the next one.
+func (c *wsConn) pingTimer() {
+	c.wmu.Lock()
+	if c.finished {
+		c.wmu.Unlock()
+		return
+	}
+	c.pingDue = true
+	c.ping.Reset(c.cfg.PingInterval)
+	c.wmu.Unlock()
+	c.kick()
+}
+
+// kick starts the writer unless it runs, has finished, or may not run yet; whoever gives
+// it work (a message queued, a ping due, the goodbye asked) kicks it after.
+func (c *wsConn) kick() {
+	c.wmu.Lock()
+	start := c.serving && !c.writing && !c.finished
+	c.writing = c.writing || start
+	c.wmu.Unlock()
+	if start {
+		go c.writeLoop()
+	}
+}
+
+// writeLoop writes what is queued, then a due ping, and exits when there is nothing left —
+// or says goodbye and closes the connection once closing is closed, or fails it when a
+// write fails.
 func (c *wsConn) writeLoop() {
-	defer close(c.writerDone)
-	defer func() { _ = c.conn.Close() }()
-	ping := time.NewTicker(c.cfg.PingInterval)
-	defer ping.Stop()
 	for {
 		select {
 		case <-c.closing: // a close (a slow consumer's above all) goes before what is queued
 			c.goodbye()
+			c.finishWriter()
 			return
 		default:
 		}
-		select {
-		case msg := <-c.send.Chan():
-			c.send.Taken(msg)
+		if msg, ok := c.send.Pop(); ok {
 			if c.write(msg) != nil {
 				c.cancel()
+				c.finishWriter()
 				return
 			}
-		case <-ping.C:
-			if c.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.cfg.WriteTimeout)) != nil {
-				c.cancel()
-				return
-			}
-		case <-c.closing:
-			c.goodbye()
+			continue
+		}
+		c.wmu.Lock()
+		ping := c.pingDue
+		c.pingDue = false
+		if !ping && c.send.Len() == 0 && !isClosed(c.closing) {
+			c.writing = false // under wmu: a kick after this starts a new writer
+			c.wmu.Unlock()
 			return
 		}
+		c.wmu.Unlock()
+		if ping && c.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.cfg.WriteTimeout)) != nil {
+			c.cancel()
+			c.finishWriter()
+			return
+		}
+	}
+}
+
+// finishWriter closes the connection for good: no writer runs again and no ping is due.
+func (c *wsConn) finishWriter() {
+	c.wmu.Lock()
+	c.finished = true
+	c.ping.Stop()
+	c.wmu.Unlock()
+	_ = c.conn.Close()
+	close(c.writerDone)
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -393,13 +477,8 @@ func (c *wsConn) flush() {
 		return
 	}
 	for {
-		select {
-		case msg := <-c.send.Chan():
-			c.send.Taken(msg)
-			if c.write(msg) != nil {
-				return
-			}
-		default:
+		msg, ok := c.send.Pop()
+		if !ok || c.write(msg) != nil {
 			return
 		}
 	}

@@ -3,6 +3,7 @@ package ws
 import (
 	"context"
 	"log/slog"
+	"sync"
 
 	"github.com/gatehouse-dev/gatehouse/faces"
 )
@@ -36,6 +37,8 @@ type Face struct {
 	gw    Gateway
 	log   *slog.Logger
 	conns registry
+
+	pools sync.Map // write buffer size → *sync.Pool of the connections' write buffers
 }
 
 // New returns the face serving gw's configurations; log receives what fails outside a call.
@@ -43,6 +46,16 @@ func New(gw Gateway, log *slog.Logger) *Face {
 	f := &Face{gw: gw, log: log}
 	f.conns.init()
 	return f
+}
+
+// writeBuffers returns the pool of write buffers of size bytes: one pool per size, as a
+// configuration reload may change it.
+func (f *Face) writeBuffers(size int) *sync.Pool {
+	if p, ok := f.pools.Load(size); ok {
+		return p.(*sync.Pool)
+	}
+	p, _ := f.pools.LoadOrStore(size, new(sync.Pool))
+	return p.(*sync.Pool)
 }
 
 // Drain stops every connection reading, waits for their running requests to be answered,

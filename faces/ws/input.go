@@ -39,6 +39,9 @@ func (c *wsConn) register(payload *jsonrpc.Payload) func() {
 			continue
 		}
 		ctx, cancel := context.WithCancel(c.ctx)
+		if c.calls == nil {
+			c.calls = make(map[string]*wsCall)
+		}
 		c.calls[key] = &wsCall{ctx: ctx, cancel: cancel, input: newInputStream(c.cfg.InputQueue)}
 		mine = append(mine, key)
 	}
@@ -51,6 +54,9 @@ func (c *wsConn) register(payload *jsonrpc.Payload) func() {
 			delete(c.calls, key)
 			call.cancel()
 			_ = call.input.Close()
+		}
+		if len(c.calls) == 0 {
+			c.calls = nil // an idle connection holds no map
 		}
 	}
 }

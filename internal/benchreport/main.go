@@ -252,12 +252,33 @@ var metricDefs = []metricRatio{
 		"target ≤ 0.5"},
 	{"Scale-out: Redis round trips per call (three replicas; rate limit + idempotency key)", "server.BenchmarkReplicas/redis_3", "redis-round-trips/call",
 		"every state operation is one command or one Lua script: one rate-limit decision, the idempotency lock, the record"},
+	{"Idle WebSocket connection: the gateway's Go memory per connection (live heap + goroutine stacks, client in another process)", wsIdleBench, "B/idle-conn",
+		"issue #23 target ≤ 8192"},
+	{"Idle WebSocket connection ÷ an idle bare TCP connection held by net/http, Go memory", wsIdleBench, "ws/tcp",
+		"below 1.0: a WebSocket connection costs less than net/http's goroutine and buffers for an idle socket"},
 }
 
+// wsIdleBench is the benchmark that reports what an idle WebSocket connection costs.
+const wsIdleBench = "server.BenchmarkWSIdle"
+
 type ratioRow struct {
-	def   ratioDef
-	value float64
-	ok    bool
+	def      ratioDef
+	value    float64
+	ok       bool
+	unit     string // an absolute figure's unit
+	absolute bool   // value is not a ratio: printed with its unit, not plotted
+}
+
+// String formats the row's value.
+func (r ratioRow) String() string {
+	switch {
+	case !r.ok:
+		return "not measured"
+	case r.absolute:
+		return fmt.Sprintf("%.0f %s", r.value, r.unit)
+	default:
+		return fmt.Sprintf("%.2f", r.value)
+	}
 }
 
 func ratios(res *results) []ratioRow {
@@ -309,11 +330,7 @@ func report(res *results, rows []ratioRow, svg string) string {
 	}
 	b.WriteString("\n## Ratios\n\n| figure | ratio | reading |\n|---|---:|---|\n")
 	for _, r := range rows {
-		v := "not measured"
-		if r.ok {
-			v = fmt.Sprintf("%.2f", r.value)
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.def.title, v, r.def.meaning)
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.def.title, r, r.def.meaning)
 	}
 	b.WriteString(tokenSection(res))
 	fmt.Fprintf(&b, "\n![ratios](%s)\n\n## Medians\n\n| benchmark | runs | ns/op | B/op | allocs/op |\n|---|---:|---:|---:|---:|\n", svg)
@@ -326,8 +343,9 @@ func report(res *results, rows []ratioRow, svg string) string {
 	return b.String()
 }
 
-// plot draws the ratios as horizontal bars with a line at 1.0.
-func plot(rows []ratioRow) string {
+// plot draws the ratios as horizontal bars with a line at 1.0; absolute figures are left out.
+func plot(all []ratioRow) string {
+	rows := slices.DeleteFunc(slices.Clone(all), func(r ratioRow) bool { return r.absolute })
 	const (
 		left, width, barH, gap = 430, 360, 18, 8
 	)

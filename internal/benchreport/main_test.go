@@ -138,3 +138,44 @@ BenchmarkMCPStreamable/gateway/c32-2   	    3000	    900000 ns/op	    350000 cpu
 		t.Errorf("rows %v, want %v", got, want)
 	}
 }
+
+// TestAbsoluteMetricRows: a figure that is not a ratio (bytes per idle WebSocket connection)
+// is printed as a whole number with its unit beside its target, and kept out of the plot,
+// whose scale is that of the ratios; the ratio the same benchmark reports stays a ratio.
+func TestAbsoluteMetricRows(t *testing.T) {
+	res, err := parse(strings.NewReader(`pkg: github.com/gatehouse-dev/gatehouse/server
+BenchmarkWSIdle-2   	       1	1599506368 ns/op	      6598 B/idle-conn	      3768 stack-B/idle-conn	     14104 tcp-B/idle-conn	         0.4678 ws/tcp
+BenchmarkWSIdle-2   	       1	1599506368 ns/op	      6400 B/idle-conn	      3768 stack-B/idle-conn	     14104 tcp-B/idle-conn	         0.4500 ws/tcp
+BenchmarkWSIdle-2   	       1	1599506368 ns/op	      9000 B/idle-conn	      3768 stack-B/idle-conn	     14104 tcp-B/idle-conn	         0.6000 ws/tcp
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := ratios(res)
+	md := report(res, rows, "x.svg")
+	for _, want := range []string{
+		"| Idle WebSocket connection: the gateway's Go memory per connection (live heap + goroutine stacks, client in another process) | 6598 B/idle-conn | issue #23 target ≤ 8192 |",
+		"| Idle WebSocket connection ÷ an idle bare TCP connection held by net/http, Go memory | 0.47 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	svg := plot(rows)
+	if strings.Contains(svg, "6598") || !strings.Contains(svg, "0.47") {
+		t.Errorf("the plot should hold the ratio and not the byte figure:\n%s", svg)
+	}
+	if strings.Count(svg, "<rect") != countMeasured(rows, false) {
+		t.Errorf("plot has %d bars, want one per measured ratio (%d)", strings.Count(svg, "<rect"), countMeasured(rows, false))
+	}
+}
+
+func countMeasured(rows []ratioRow, absolute bool) int {
+	n := 0
+	for _, r := range rows {
+		if r.ok && r.absolute == absolute {
+			n++
+		}
+	}
+	return n
+}

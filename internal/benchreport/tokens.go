@@ -19,6 +19,11 @@ type metricRatio struct {
 	title, bench, unit, meaning string
 }
 
+// absoluteUnits are the units of metrics that are figures, not ratios (bytes, counts): the
+// report prints them as whole numbers followed by the unit, and leaves them out of the plot
+// of ratios.
+var absoluteUnits = map[string]bool{"B/idle-conn": true}
+
 // tokenRatios are the token figures that are ratios: a whole discover result ÷ the
 // tools/list result of the same tools.
 var tokenRatios = []metricRatio{
@@ -34,7 +39,7 @@ var tokenRatios = []metricRatio{
 func metricRatios(res *results) []ratioRow {
 	rows := make([]ratioRow, 0, len(tokenRatios)+len(metricDefs))
 	for _, m := range slices.Concat(tokenRatios, metricDefs) {
-		row := ratioRow{def: ratioDef{title: m.title, num: m.bench, meaning: m.meaning}}
+		row := ratioRow{def: ratioDef{title: m.title, num: m.bench, meaning: m.meaning}, unit: m.unit, absolute: absoluteUnits[m.unit]}
 		if v := res.samples[m.bench][m.unit]; len(v) > 0 {
 			row.ok, row.value = true, median(v)
 		}
