@@ -45,6 +45,7 @@ type Authenticator struct {
 	guarded   foldSet // claim names whose case variants any issuer refuses
 	apiKeys   *apiKeys
 	anonymous *anonymous
+	certs     *clientCerts
 	remotes   []*remoteKeys
 	cache     *tokenCache // verified tokens; nil when disabled or without jwt
 	now       func() time.Time
@@ -67,7 +68,7 @@ func Open(ctx context.Context, cfg Config, opts Options) (*Authenticator, error)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	a := &Authenticator{issuers: map[string]*Verifier{}, guarded: foldSet{}, anonymous: newAnonymous(cfg.Anonymous), revoked: opts.Revocations,
+	a := &Authenticator{issuers: map[string]*Verifier{}, guarded: foldSet{}, anonymous: newAnonymous(cfg.Anonymous), certs: newClientCerts(cfg.ClientCert), revoked: opts.Revocations,
 		now: opts.Now, onToken: opts.OnToken}
 	var err error
 	if a.apiKeys, err = newAPIKeys(cfg.APIKeys); err != nil {
@@ -148,7 +149,9 @@ func (a *Authenticator) Close() error {
 // verified as one; another bearer value is taken as an API key when API keys are configured
 // (clients of the session-RPC profile send their key as a bearer token). A credential that
 // fails is never retried as anything else, and a caller presenting one is never admitted
-// anonymously.
+// anonymously. A caller that presents no bearer token or API key but whose connection
+// verified a client certificate is the certificate's identity (clientcert.go), never
+// anonymous.
 func (a *Authenticator) Authenticate(ctx context.Context, creds gateway.Credentials) (gateway.Principal, error) {
 	bearer, apiKey := creds.Bearer, creds.APIKey
 	if scheme, value, ok := strings.Cut(bearer, " "); ok {
@@ -175,6 +178,8 @@ func (a *Authenticator) Authenticate(ctx context.Context, creds gateway.Credenti
 		return a.admit(a.apiKeys.verify(bearer))
 	case apiKey != "":
 		return a.admit(a.apiKeys.verify(apiKey))
+	case creds.ClientCert != nil:
+		return a.admit(a.certs.admit(creds.ClientCert))
 	default:
 		return a.anonymous.admit(creds)
 	}

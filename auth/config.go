@@ -20,6 +20,9 @@ type Config struct {
 	APIKeys []APIKeyConfig `yaml:"api_keys" json:"api_keys,omitempty"`
 	// Anonymous admits callers that present no credential.
 	Anonymous *AnonymousConfig `yaml:"anonymous" json:"anonymous,omitempty"`
+	// ClientCert grants callers authenticated by a verified client certificate (a listener
+	// with tls.client_ca_file); absent, they are identified and hold no scope.
+	ClientCert *ClientCertConfig `yaml:"client_cert" json:"client_cert,omitempty"`
 	// KeyRing is the gateway's own signing keys, for the tokens it mints for downstream hops
 	// and publishes at /.well-known/jwks.json; absent, the gateway mints no tokens.
 	KeyRing *KeyRingConfig `yaml:"keyring" json:"keyring,omitempty"`

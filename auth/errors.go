@@ -14,26 +14,27 @@ type Reason string
 
 // Reasons for refusing a credential.
 const (
-	ReasonNoCredential      Reason = "no credential"           //nolint:gosec // a reason, not a credential: nothing presented, anonymous access off
-	ReasonNotLoopback       Reason = "anonymous not allowed"   // anonymous access is loopback-only and the peer is not
-	ReasonAmbiguous         Reason = "ambiguous credentials"   // a bearer token and an API key together
-	ReasonUnsupportedScheme Reason = "unsupported scheme"      // an Authorization scheme other than Bearer and ApiKey
-	ReasonNotAccepted       Reason = "credential not accepted" // a kind of credential this gateway verifies none of
-	ReasonTooLarge          Reason = "token too large"         // over max_token_bytes, refused before parsing
-	ReasonMalformed         Reason = "malformed token"         // not three base64url segments of JSON objects
-	ReasonUnsupportedHeader Reason = "unsupported header"      // crit, zip, or a typ other than JWT/at+jwt
-	ReasonAlgorithm         Reason = "unsupported algorithm"   // alg not allowed for the issuer (none never is)
-	ReasonInvalidClaims     Reason = "invalid claims"          // duplicate or case-variant names, claims of the wrong type
-	ReasonUnknownIssuer     Reason = "unknown issuer"          // iss names no configured issuer
-	ReasonUnknownKey        Reason = "unknown key"             // no key of the issuer has the token's kid
-	ReasonBadSignature      Reason = "bad signature"           // no key allowed for alg verifies the signature
-	ReasonExpired           Reason = "expired"                 // exp (+ leeway) has passed
-	ReasonNotYetValid       Reason = "not yet valid"           // nbf (- leeway) is in the future
-	ReasonIssuedInFuture    Reason = "issued in the future"    // iat (- leeway) is in the future
-	ReasonWrongAudience     Reason = "wrong audience"          // aud names none of the issuer's audiences
-	ReasonMissingClaim      Reason = "missing claim"           // sub, exp, aud or a required claim is absent
-	ReasonUnknownAPIKey     Reason = "unknown api key"         // the API key matches no configured hash
-	ReasonRevoked           Reason = "revoked"                 // verified, but its jti or its subject is on the revocation list
+	ReasonNoCredential      Reason = "no credential"                //nolint:gosec // a reason, not a credential: nothing presented, anonymous access off
+	ReasonNotLoopback       Reason = "anonymous not allowed"        // anonymous access is loopback-only and the peer is not
+	ReasonAmbiguous         Reason = "ambiguous credentials"        // a bearer token and an API key together
+	ReasonUnsupportedScheme Reason = "unsupported scheme"           // an Authorization scheme other than Bearer and ApiKey
+	ReasonNotAccepted       Reason = "credential not accepted"      // a kind of credential this gateway verifies none of
+	ReasonTooLarge          Reason = "token too large"              // over max_token_bytes, refused before parsing
+	ReasonMalformed         Reason = "malformed token"              // not three base64url segments of JSON objects
+	ReasonUnsupportedHeader Reason = "unsupported header"           // crit, zip, or a typ other than JWT/at+jwt
+	ReasonAlgorithm         Reason = "unsupported algorithm"        // alg not allowed for the issuer (none never is)
+	ReasonInvalidClaims     Reason = "invalid claims"               // duplicate or case-variant names, claims of the wrong type
+	ReasonUnknownIssuer     Reason = "unknown issuer"               // iss names no configured issuer
+	ReasonUnknownKey        Reason = "unknown key"                  // no key of the issuer has the token's kid
+	ReasonBadSignature      Reason = "bad signature"                // no key allowed for alg verifies the signature
+	ReasonExpired           Reason = "expired"                      // exp (+ leeway) has passed
+	ReasonNotYetValid       Reason = "not yet valid"                // nbf (- leeway) is in the future
+	ReasonIssuedInFuture    Reason = "issued in the future"         // iat (- leeway) is in the future
+	ReasonWrongAudience     Reason = "wrong audience"               // aud names none of the issuer's audiences
+	ReasonMissingClaim      Reason = "missing claim"                // sub, exp, aud or a required claim is absent
+	ReasonUnknownAPIKey     Reason = "unknown api key"              // the API key matches no configured hash
+	ReasonRevoked           Reason = "revoked"                      // verified, but its jti or its subject is on the revocation list
+	ReasonCertNoIdentity    Reason = "certificate without identity" // a verified client certificate with no SPIFFE id and no subject CN
 )
 
 // DataReason is the member of error.data that carries the Reason.
@@ -47,6 +48,7 @@ var refusals = func() map[Reason]*gateway.Error {
 		ReasonTooLarge, ReasonMalformed, ReasonUnsupportedHeader, ReasonAlgorithm, ReasonInvalidClaims,
 		ReasonUnknownIssuer, ReasonUnknownKey, ReasonBadSignature, ReasonExpired, ReasonNotYetValid,
 		ReasonIssuedInFuture, ReasonWrongAudience, ReasonMissingClaim, ReasonUnknownAPIKey, ReasonRevoked,
+		ReasonCertNoIdentity,
 	} {
 		m[r] = gateway.NewError(schemas.CodeAuthentication).With(DataReason, string(r))
 	}

@@ -156,6 +156,9 @@ func HTTPCredentials(r *http.Request, zone gateway.TrustZone) gateway.Credential
 		creds.Bearer = a // an unsupported scheme still counts as a presented credential
 	}
 	creds.Remote, _ = netip.ParseAddrPort(r.RemoteAddr)
+	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+		creds.ClientCert = r.TLS.VerifiedChains[0][0]
+	}
 	return creds
 }
 

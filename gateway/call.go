@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/x509"
 	"net/netip"
 	"time"
 
@@ -85,6 +86,10 @@ type Credentials struct {
 	Remote netip.AddrPort
 	// Zone is the trust zone of the listener.
 	Zone TrustZone
+	// ClientCert is the leaf of the client certificate the listener's TLS handshake
+	// verified against its client CAs; nil when the connection is not TLS or no certificate
+	// was verified (an unverified one is never passed on).
+	ClientCert *x509.Certificate
 }
 
 // Call is one JSON-RPC request on its way through the pipeline, whatever face it came from.

@@ -24,6 +24,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/routing/nekte"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 	"github.com/gatehouse-dev/gatehouse/server/config"
+	"github.com/gatehouse-dev/gatehouse/server/tlsconf"
 	"github.com/gatehouse-dev/gatehouse/state"
 )
 
@@ -83,7 +84,7 @@ type ServerConfig struct {
 	Boundary BoundaryConfig `yaml:"boundary" json:"boundary"`
 	Admin    AdminConfig    `yaml:"admin" json:"admin"`
 	// Internal is the internal gRPC listener; absent, it is not served.
-	Internal *grpcface.Config `yaml:"internal" json:"internal,omitempty"`
+	Internal *InternalConfig `yaml:"internal" json:"internal,omitempty"`
 	// DemoGRPC starts the built-in calculator.v1 gRPC backend (demo.Calculator) on
 	// this listener, for the tour and tests; absent, it is not started.
 	DemoGRPC *DemoGRPCConfig `yaml:"demo_grpc" json:"demo_grpc,omitempty"`
@@ -103,6 +104,21 @@ type BoundaryConfig struct {
 	// WriteTimeout is how long writing a response may take once the call's deadline passed.
 	WriteTimeout time.Duration `yaml:"write_timeout" json:"write_timeout,omitempty"`
 	IdleTimeout  time.Duration `yaml:"idle_timeout" json:"idle_timeout,omitempty"`
+	// TLS serves the listener over TLS, with HTTP/2 offered by ALPN (tlsconf.Config);
+	// absent, it serves plaintext HTTP/1.1.
+	TLS *tlsconf.Config `yaml:"tls" json:"tls,omitempty"`
+	// H2C also serves HTTP/2 without TLS (prior knowledge or Upgrade), for a proxy in front
+	// that terminates TLS and speaks HTTP/2 to the gateway (default false).
+	H2C bool `yaml:"h2c" json:"h2c,omitempty"`
+}
+
+// InternalConfig is the internal gRPC listener: the face's own settings (grpcface.Config)
+// and the transport security the server gives it.
+type InternalConfig struct {
+	grpcface.Config `yaml:",inline"`
+	// TLS serves gRPC over TLS; with client_ca_file, a verified client certificate
+	// authenticates the caller (mTLS). Absent, plaintext.
+	TLS *tlsconf.Config `yaml:"tls" json:"tls,omitempty"`
 }
 
 // AdminConfig is the operator listener: /healthz, /readyz, /metrics, the admin JSON-RPC
@@ -114,6 +130,23 @@ type AdminConfig struct {
 	Pprof bool `yaml:"pprof" json:"pprof,omitempty"`
 	// PprofScope is the scope a caller of /debug/pprof/ must hold (default "admin.pprof").
 	PprofScope string `yaml:"pprof_scope" json:"pprof_scope,omitempty"`
+	// TLS serves the listener over TLS (tlsconf.Config); absent, plaintext.
+	TLS *tlsconf.Config `yaml:"tls" json:"tls,omitempty"`
+}
+
+// listenerTLS is one listener's tls section, by its path in the file.
+type listenerTLS struct {
+	path string
+	tls  **tlsconf.Config
+}
+
+// listenerTLS returns the tls section of every listener that can have one.
+func (s *ServerConfig) listenerTLS() []listenerTLS {
+	out := []listenerTLS{{"server.boundary.tls", &s.Boundary.TLS}, {"server.admin.tls", &s.Admin.TLS}}
+	if s.Internal != nil {
+		out = append(out, listenerTLS{"server.internal.tls", &s.Internal.TLS})
+	}
+	return out
 }
 
 // DemoGRPCConfig is the listener of the built-in calculator.v1 gRPC backend.
@@ -142,7 +175,12 @@ func (c *Config) applyDefaults() {
 	setDefault(&s.Admin.Addr, DefaultAdminAddr)
 	setDefault(&s.Admin.PprofScope, DefaultPprofScope)
 	if s.Internal != nil {
-		*s.Internal = s.Internal.WithDefaults()
+		s.Internal.Config = s.Internal.WithDefaults()
+	}
+	for _, t := range s.listenerTLS() {
+		if *t.tls != nil {
+			**t.tls = (*t.tls).WithDefaults()
+		}
 	}
 	setDefault(&s.ShutdownGrace, DefaultShutdownGrace)
 	setDefault(&s.Boundary.MaxConnections, DefaultMaxConnections)
@@ -189,6 +227,11 @@ func (c *Config) validate(doc *config.Document) (compiled, config.ErrorList) {
 	for path, addr := range addrs {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			bad(path, "not a host:port address")
+		}
+	}
+	for _, t := range c.Server.listenerTLS() {
+		if *t.tls != nil {
+			errs = append(errs, sectionErrors(doc, t.path, (*t.tls).Validate())...)
 		}
 	}
 	errs = append(errs, sectionErrors(doc, "deadline", c.Deadline.Validate())...)
@@ -297,6 +340,11 @@ func parse(file string, data []byte) (*Config, *compiled, error) {
 		if cfg.Nekte != nil {
 			*cfg.Nekte = cfg.Nekte.WithBaseDir(filepath.Dir(file))
 		}
+		for _, t := range cfg.Server.listenerTLS() {
+			if *t.tls != nil {
+				**t.tls = (*t.tls).WithBaseDir(filepath.Dir(file))
+			}
+		}
 	}
 	cfg.applyDefaults()
 	parts, errs := cfg.validate(doc)
@@ -334,7 +382,7 @@ func (o ListenOverrides) Apply(cfg *Config) {
 	}
 	if o.InternalAddr != "" {
 		if cfg.Server.Internal == nil {
-			cfg.Server.Internal = &grpcface.Config{MaxRecvBytes: grpcface.DefaultRecvBytes}
+			cfg.Server.Internal = &InternalConfig{Config: grpcface.Config{MaxRecvBytes: grpcface.DefaultRecvBytes}}
 		}
 		cfg.Server.Internal.Addr = o.InternalAddr
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -45,14 +46,7 @@ func compareShape(t *testing.T, path string, typ reflect.Type, node, root map[st
 		if node["additionalProperties"] != false {
 			t.Errorf("%s: schema object must set additionalProperties: false", orRoot(path))
 		}
-		fields := map[string]reflect.Type{}
-		for f := range typ.Fields() {
-			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			if !f.IsExported() || name == "" || name == "-" {
-				continue
-			}
-			fields[name] = f.Type
-		}
+		fields := yamlFields(typ)
 		for _, name := range sortedKeys(fields) {
 			sub, ok := props[name].(map[string]any)
 			if !ok {
@@ -81,6 +75,24 @@ func compareShape(t *testing.T, path string, typ reflect.Type, node, root map[st
 		}
 		compareShape(t, path+"[]", typ.Elem(), items, root)
 	}
+}
+
+// yamlFields returns the yaml keys of a struct's fields, those of its inline embedded
+// structs included.
+func yamlFields(typ reflect.Type) map[string]reflect.Type {
+	fields := map[string]reflect.Type{}
+	for f := range typ.Fields() {
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if f.Anonymous && name == "" && opts == "inline" {
+			maps.Copy(fields, yamlFields(f.Type))
+			continue
+		}
+		if !f.IsExported() || name == "" || name == "-" {
+			continue
+		}
+		fields[name] = f.Type
+	}
+	return fields
 }
 
 func resolveRef(t *testing.T, root map[string]any, ref string) map[string]any {
@@ -122,6 +134,8 @@ func TestShippedConfigsAreValid(t *testing.T) {
 	}
 	// configs/examples/redis.yaml wants the MCP session key every replica shares.
 	t.Setenv("GATEHOUSE_MCP_SESSION_KEY", "0123456789abcdef0123456789abcdef")
+	// configs/examples/tls.yaml finds its certificates there (read when serving, not here).
+	t.Setenv("GATEHOUSE_CERT_DIR", t.TempDir())
 	files, _ := filepath.Glob("../configs/examples/*.yaml")
 	for _, f := range append(files, "../configs/gatehouse.yaml") {
 		if _, err := Load(f); err != nil {

@@ -22,7 +22,8 @@ func (s *Server) newGRPCFace(cfg grpcface.Config) *grpcface.Face {
 	if s.internalLn != nil {
 		addr = s.internalLn.Addr()
 	}
-	return grpcface.New(grpcface.Params{Gateway: grpcGateway{s: s}, Config: cfg, Addr: addr, Peers: peers, Log: s.log})
+	return grpcface.New(grpcface.Params{Gateway: grpcGateway{s: s}, Config: cfg, Addr: addr, Peers: peers, Log: s.log,
+		TLS: serverConfig(s.tls.internal)}) // tls.go
 }
 
 // sharedState reports whether other replicas may share the state store: one the embedder

@@ -174,8 +174,9 @@ func (s *Server) Watch(ctx context.Context, path string) error {
 }
 
 // sameListeners reports whether two server sections bind the same listeners the same way.
+// The TLS files are not compared: their content is re-read while the listener serves
+// (tlsconf.Source).
 func sameListeners(a, b ServerConfig) bool {
-	return a.Boundary == b.Boundary && a.Admin == b.Admin &&
-		(a.Internal == nil) == (b.Internal == nil) && (a.Internal == nil || *a.Internal == *b.Internal) &&
-		(a.DemoGRPC == nil) == (b.DemoGRPC == nil) && (a.DemoGRPC == nil || *a.DemoGRPC == *b.DemoGRPC)
+	return reflect.DeepEqual(a.Boundary, b.Boundary) && reflect.DeepEqual(a.Admin, b.Admin) &&
+		reflect.DeepEqual(a.Internal, b.Internal) && reflect.DeepEqual(a.DemoGRPC, b.DemoGRPC)
 }

@@ -95,11 +95,16 @@ type Server struct {
 	http     *httprpc.Face    // the JSON-RPC face over HTTP, whose router the boundary serves
 	ws       *ws.Face         // the JSON-RPC face over WebSocket
 	fresh    faces.FreshConns // boundary connections without a request yet, closed at drain
+	tls      listenersTLS     // the listeners' TLS sources (tls.go)
 }
 
 // New builds the runtime for cfg and binds the boundary and admin listeners, so that
 // address errors surface here and an address of port 0 is resolved before Run.
 func New(cfg *Config, opts Options) (*Server, error) {
+	tlsSources, err := openListenersTLS(cfg.Server, opts.Logger) // tls.go
+	if err != nil {
+		return nil, err
+	}
 	var demoLn net.Listener
 	if demoOnFreePort(cfg) {
 		ln, err := bindDemo(cfg, true)
@@ -115,7 +120,7 @@ func New(cfg *Config, opts Options) (*Server, error) {
 		}
 		return nil, err
 	}
-	s.demoLn = demoLn
+	s.demoLn, s.tls = demoLn, tlsSources
 	if err := s.listenAll(cfg.Server); err != nil {
 		if demoLn != nil {
 			_ = demoLn.Close()
@@ -132,7 +137,7 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	}
 	b := cfg.Server.Boundary
 	if in := cfg.Server.Internal; in != nil {
-		s.grpc = s.newGRPCFace(*in) // grpcwire.go
+		s.grpc = s.newGRPCFace(in.Config) // grpcwire.go
 	}
 	s.boundaryLn = netutil.LimitListener(s.boundaryLn, b.MaxConnections)
 	s.boundary = &http.Server{
@@ -143,6 +148,8 @@ func New(cfg *Config, opts Options) (*Server, error) {
 		IdleTimeout:       b.IdleTimeout,
 		MaxHeaderBytes:    b.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		TLSConfig:         serverConfig(s.tls.boundary), // tls.go
+		Protocols:         boundaryProtocols(b),
 	}
 	s.admin = &http.Server{
 		Handler:           s.adminHandler(),
@@ -150,6 +157,7 @@ func New(cfg *Config, opts Options) (*Server, error) {
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		TLSConfig:         serverConfig(s.tls.admin),
 	}
 	return s, nil
 }
@@ -314,8 +322,8 @@ func (s *Server) InternalAddr() net.Addr {
 // server.shutdown_grace to finish. It returns nil after a clean drain.
 func (s *Server) Run(ctx context.Context) error {
 	errc := make(chan error, 3)
-	go func() { errc <- serveHTTP(s.boundary, s.boundaryLn) }()
-	go func() { errc <- serveHTTP(s.admin, s.adminLn) }()
+	go func() { errc <- serveListener(s.boundary, s.boundaryLn) }() // tls.go
+	go func() { errc <- serveListener(s.admin, s.adminLn) }()
 	healthCtx, stopHealth := context.WithCancel(context.Background())
 	healthDone := make(chan struct{})
 	if s.grpc != nil {
@@ -328,7 +336,8 @@ func (s *Server) Run(ctx context.Context) error {
 	demoDone := s.startDemo()
 	defer demoDone()
 	s.serving.Store(true)
-	s.log.Info("serving", "boundary", s.BoundaryAddr().String(), "admin", s.AdminAddr().String(), "internal", addrString(s.InternalAddr()))
+	s.log.Info("serving", "boundary", s.BoundaryAddr().String(), "admin", s.AdminAddr().String(), "internal", addrString(s.InternalAddr()),
+		"boundary_scheme", scheme(s.tls.boundary), "admin_scheme", scheme(s.tls.admin), "internal_tls", s.tls.internal != nil)
 
 	var runErr error
 	select {

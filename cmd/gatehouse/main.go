@@ -42,6 +42,8 @@ const usage = `usage:
   gatehouse demo-mcp                  the demo MCP server (the conformance fixtures) over stdio
   gatehouse token --key FILE --sub NAME [--scope "a b"] [--aud A]... [--iss I] [--ttl 1h] [--kid K] [--claim N=V]...
                                       mint a development JWT signed with a private key (docs/auth.md)
+  gatehouse dev-certs [--force] DIR   write a local CA, a localhost server certificate and a client
+                                      certificate (SPIFFE id) for TLS and mTLS in development (docs/tls.md)
   gatehouse version
 `
 
@@ -64,6 +66,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return demoMCP(args[1:], stderr)
 	case "token":
 		return token(args[1:], stdout, stderr)
+	case "dev-certs":
+		return devCerts(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "gatehouse", buildVersion())
 		return 0

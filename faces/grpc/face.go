@@ -2,10 +2,12 @@ package grpcface
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"net"
 
 	"google.golang.org/grpc"
+	grpccreds "google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
@@ -39,6 +41,10 @@ type Params struct {
 	Peers *nekte.Service
 	// Log receives the face's warnings; nil discards them.
 	Log *slog.Logger
+	// TLS, when set, is the listener's TLS configuration (server.internal.tls): the face
+	// serves gRPC over TLS only, and a client certificate it verifies reaches the
+	// authenticator (gateway.Credentials.ClientCert). nil: plaintext.
+	TLS *tls.Config
 }
 
 // New builds the internal face: the gRPC server with its interceptors (tracing.go) and
@@ -48,8 +54,12 @@ func New(p Params) *Face {
 		p.Log = slog.New(slog.DiscardHandler)
 	}
 	f := &Face{gw: p.Gateway, health: health.NewServer(), log: p.Log}
-	f.gs = grpc.NewServer(grpc.MaxRecvMsgSize(p.Config.MaxRecvBytes),
-		grpc.ChainUnaryInterceptor(f.traceUnary), grpc.ChainStreamInterceptor(f.traceStream)) // tracing.go
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(p.Config.MaxRecvBytes),
+		grpc.ChainUnaryInterceptor(f.traceUnary), grpc.ChainStreamInterceptor(f.traceStream)} // tracing.go
+	if p.TLS != nil {
+		opts = append(opts, grpc.Creds(grpccreds.NewTLS(p.TLS)))
+	}
+	f.gs = grpc.NewServer(opts...)
 	healthpb.RegisterHealthServer(f.gs, f.health)
 	gatehousev1.RegisterGatewayServiceServer(f.gs, &gatewayService{gw: f.gw})
 	toolv1.RegisterToolServiceServer(f.gs, &toolService{gw: f.gw})

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"google.golang.org/grpc"
+	grpccreds "google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 
@@ -77,6 +78,9 @@ func credentials(ctx context.Context) gateway.Credentials {
 	}
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		creds.Remote, _ = netip.ParseAddrPort(p.Addr.String())
+		if info, ok := p.AuthInfo.(grpccreds.TLSInfo); ok && len(info.State.VerifiedChains) > 0 {
+			creds.ClientCert = info.State.VerifiedChains[0][0]
+		}
 	}
 	return creds
 }

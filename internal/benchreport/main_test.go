@@ -56,6 +56,33 @@ func TestReport(t *testing.T) {
 	}
 }
 
+// TestTLSRows: the TLS rows are calls/s over TLS ÷ plaintext per HTTP version.
+func TestTLSRows(t *testing.T) {
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "bench.txt"), filepath.Join(dir, "benchmarks.md")
+	bench := `pkg: github.com/gatehouse-dev/gatehouse/server
+BenchmarkTLSEndToEnd/http1_tls-2         	    1000	     50000 ns/op
+BenchmarkTLSEndToEnd/http1_plaintext-2   	    1000	     40000 ns/op
+BenchmarkTLSEndToEnd/h2_tls-2            	    1000	     40000 ns/op
+BenchmarkTLSEndToEnd/h2c_plaintext-2     	    1000	     36000 ns/op
+`
+	if err := os.WriteFile(in, []byte(bench), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(in, out); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(out)
+	for _, want := range []string{
+		"| JSON-RPC→gRPC calls/s over TLS ÷ plaintext, HTTP/1.1 (connections kept alive) | 0.80 |", // 40000 / 50000
+		"| JSON-RPC→gRPC calls/s over TLS ÷ plaintext, HTTP/2 (h2 by ALPN ÷ h2c) | 0.90 |",         // 36000 / 40000
+	} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}
+
 func TestTokenSectionAbsent(t *testing.T) {
 	res, err := parse(strings.NewReader("pkg: github.com/gatehouse-dev/gatehouse/x\nBenchmarkA-2 1 10 ns/op\n"))
 	if err != nil {
