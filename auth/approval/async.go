@@ -259,7 +259,7 @@ func notRun(err error) bool {
 func outcomeOf(res *gateway.Result, err error) Outcome {
 	if err != nil {
 		ge := gateway.AsError(err)
-		return Outcome{Error: &OutcomeError{Code: int(ge.Code()), Message: ge.Message(), Data: ge.Data()}}
+		return Outcome{Error: &OutcomeError{Code: ge.Code(), Message: ge.Message(), Data: ge.Data()}}
 	}
 	if res == nil {
 		return Outcome{Result: json.RawMessage("null")}
@@ -278,7 +278,7 @@ func outcomeOf(res *gateway.Result, err error) Outcome {
 func replay(out Outcome, id string) (*gateway.Result, error) {
 	switch {
 	case out.Error != nil:
-		e := gateway.Errorf(schemas.Code(out.Error.Code), "%s", out.Error.Message)
+		e := gateway.Errorf(out.Error.Code, "%s", out.Error.Message)
 		for k, v := range out.Error.Data {
 			e = e.With(k, v)
 		}

@@ -90,7 +90,13 @@ type Store interface {
 	Pending(ctx context.Context) ([]Record, error)
 	// Decided lists the audit records still kept, newest first.
 	Decided(ctx context.Context) ([]Record, error)
+	// Redeems keeps what asynchronous approvals need for their redeem.
+	Redeems
+}
 
+// Redeems keeps an asynchronous approval's call, the claim of the redeem that runs it, and
+// its outcome. Every method is safe for concurrent use by every replica sharing the store.
+type Redeems interface {
 	// Lookup returns the approval under id, pending or decided (its audit record).
 	Lookup(ctx context.Context, id string) (Record, bool, error)
 	// KeepCall keeps the params of an asynchronous approval's call for ttl, for its redeem.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
 // Keys of what an asynchronous approval keeps besides its record.
@@ -28,7 +30,7 @@ type Outcome struct {
 
 // OutcomeError is the error of a redeemed call, as its caller saw it.
 type OutcomeError struct {
-	Code    int            `json:"code"`
+	Code    schemas.Code   `json:"code"`
 	Message string         `json:"message"`
 	Data    map[string]any `json:"data,omitempty"`
 }
