@@ -33,6 +33,10 @@ type KeyRingOptions struct {
 	Logger *slog.Logger
 	// Now is the ring's clock; nil means time.Now.
 	Now func() time.Time
+	// Bus, when not nil, carries the news of an emergency rotation (RotateNow) to the other
+	// replicas sharing Store at once, instead of at their next sync: give the state store
+	// when it is a state.Bus.
+	Bus state.Bus
 }
 
 // KeyRing is the gateway's own signing keys: the current key signs, the previous ones keep
@@ -53,15 +57,20 @@ type KeyRing struct {
 	mu      sync.Mutex // serializes maintain: the rotation loop and Rotate
 	now     func() time.Time
 	log     *slog.Logger
+	bus     state.Bus
 	stop    context.CancelFunc
 	done    chan struct{}
 	closing sync.Once
 }
 
+// keyRingChannel is the bus channel on which a ring announces an emergency rotation.
+const keyRingChannel = "auth:keyring:rotated"
+
 // ringKey is one key of the ring.
 type ringKey struct {
 	signer    *Signer
 	activates time.Time       // when it starts signing; zero for key files
+	created   time.Time       // when it was generated; zero for key files and older stored rings
 	verify    []verifyKey     // the public key as a verification key, a slice of one
 	jwk       json.RawMessage // the public key as a JWK
 }
@@ -79,7 +88,7 @@ func OpenKeyRing(ctx context.Context, cfg KeyRingConfig, opts KeyRingOptions) (*
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &KeyRing{cfg: cfg.withDefaults(), store: opts.Store, now: opts.Now, log: opts.Logger}
+	r := &KeyRing{cfg: cfg.withDefaults(), store: opts.Store, now: opts.Now, log: opts.Logger, bus: opts.Bus}
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -98,13 +107,23 @@ func OpenKeyRing(ctx context.Context, cfg KeyRingConfig, opts KeyRingOptions) (*
 		r.ownKV = state.NewEmbedded(state.EmbeddedOptions{MaxEntries: 16, Now: r.now})
 		r.store = NewStateKeyStore(r.ownKV, DefaultKeyStoreKey)
 	}
-	if err := r.maintain(ctx, false); err != nil {
+	if err := r.maintain(ctx, rotateNone); err != nil {
 		r.closeStore()
 		return nil, err
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	r.stop, r.done = stop, make(chan struct{})
-	go r.run(bg)
+	var notes <-chan []byte
+	var sub state.Subscription
+	if r.bus != nil {
+		var err error
+		if sub, err = r.bus.Subscribe(bg, keyRingChannel); err != nil {
+			r.log.WarnContext(ctx, "subscribing to key ring rotations failed; following them by sync only", "err", err)
+		} else {
+			notes = sub.C()
+		}
+	}
+	go r.run(bg, sub, notes)
 	return r, nil
 }
 
@@ -163,14 +182,94 @@ func (r *KeyRing) Verifier(audiences ...string) *Verifier {
 	return newVerifier(verifierSettings{cfg: c, algorithms: ringAlgorithms, now: r.now}, ringKeys{r})
 }
 
+// ErrKeyFiles is returned when a ring whose keys are files is asked to rotate: the operator
+// rotates them by changing the files and reloading.
+var ErrKeyFiles = errors.New("rotating: the ring's keys are files; rotate them by changing the files and reloading")
+
 // Rotate generates a key that takes over signing after publish_ahead, now rather than on
-// schedule (after a suspected compromise, or from the admin API). Key files do not rotate.
+// schedule. Key files do not rotate (ErrKeyFiles).
 func (r *KeyRing) Rotate(ctx context.Context) error {
 	if !r.cfg.generated() {
-		return errors.New("rotating: the ring's keys are files; rotate them by changing the files and reloading")
+		return ErrKeyFiles
 	}
-	return r.maintain(ctx, true)
+	return r.maintain(ctx, rotateAhead)
 }
+
+// RotateNow is the emergency rotation (admin.keys.rotate, after a suspected compromise): a
+// new key signs at once. Without revoke the keys it replaces keep verifying until every
+// token they signed has expired (overlap); with revoke they are withdrawn at once, so
+// tokens they signed fail verification. Other replicas sharing the store follow at their
+// next sync, or at once when the ring has a bus. It returns the new key's kid and the
+// kids withdrawn. Key files do not rotate (ErrKeyFiles).
+func (r *KeyRing) RotateNow(ctx context.Context, revoke bool) (kid string, withdrawn []string, err error) {
+	if !r.cfg.generated() {
+		return "", nil, ErrKeyFiles
+	}
+	before := r.view.Load().keys
+	rot := rotateNow
+	if revoke {
+		rot = rotateRevoke
+	}
+	if err := r.maintain(ctx, rot); err != nil {
+		return "", nil, err
+	}
+	after := r.view.Load().keys
+	for _, k := range before {
+		if !slices.ContainsFunc(after, func(a *ringKey) bool { return a.signer.KeyID() == k.signer.KeyID() }) {
+			withdrawn = append(withdrawn, k.signer.KeyID())
+		}
+	}
+	if r.bus != nil {
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), busTimeout)
+		defer cancel()
+		if err := r.bus.Publish(bctx, keyRingChannel, []byte(after[len(after)-1].signer.KeyID())); err != nil {
+			r.log.WarnContext(ctx, "announcing a key rotation failed; other replicas follow at their sync", "err", err)
+		}
+	}
+	return after[len(after)-1].signer.KeyID(), withdrawn, nil
+}
+
+// Key states of KeyInfo.
+const (
+	KeySigning   = "signing"   // the key signs new tokens
+	KeyPublished = "published" // the key verifies (published ahead, or within its overlap)
+	KeyRetired   = "retired"   // the key no longer verifies; it leaves the ring at the next sync
+)
+
+// KeyInfo describes one key of the ring, without its private material.
+type KeyInfo struct {
+	KID       string    `json:"kid"`
+	Algorithm string    `json:"algorithm"`
+	State     string    `json:"state"`
+	Created   time.Time `json:"created,omitzero"`
+	Activates time.Time `json:"activates,omitzero"`
+	// Retires is when the key stops verifying; zero while no successor signs.
+	Retires time.Time `json:"retires,omitzero"`
+}
+
+// Keys describes the ring's keys, oldest first.
+func (r *KeyRing) Keys() []KeyInfo {
+	now, v := r.now(), r.view.Load()
+	cur := r.current(now)
+	out := make([]KeyInfo, 0, len(v.keys))
+	for i, k := range v.keys {
+		ki := KeyInfo{KID: k.signer.KeyID(), Algorithm: k.signer.Algorithm(), Created: k.created, Activates: k.activates, State: KeyRetired}
+		switch {
+		case k == cur:
+			ki.State = KeySigning
+		case r.verifies(v, i, now):
+			ki.State = KeyPublished
+		}
+		if r.cfg.generated() && i+1 < len(v.keys) && !now.Before(v.keys[i+1].activates) {
+			ki.Retires = v.keys[i+1].activates.Add(r.cfg.Overlap)
+		}
+		out = append(out, ki)
+	}
+	return out
+}
+
+// AdminScope is the scope a caller of admin.keys.* must hold.
+func (r *KeyRing) AdminScope() string { return r.cfg.AdminScope }
 
 // Close stops the rotation goroutine and releases the ring's own store. Tokens can no
 // longer be signed reliably afterwards. It is safe to call more than once.
@@ -191,19 +290,27 @@ func (r *KeyRing) closeStore() {
 	}
 }
 
-// run maintains the ring every sync_interval until ctx is done.
-func (r *KeyRing) run(ctx context.Context) {
+// run maintains the ring every sync_interval, and whenever notes (a bus subscription, sub)
+// tells of an emergency rotation, until ctx is done.
+func (r *KeyRing) run(ctx context.Context, sub state.Subscription, notes <-chan []byte) {
 	defer close(r.done)
+	if sub != nil {
+		defer func() { _ = sub.Close() }()
+	}
 	tick := time.NewTicker(r.cfg.SyncInterval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
-			if err := r.maintain(ctx, false); err != nil && ctx.Err() == nil {
-				r.log.WarnContext(ctx, "key ring maintenance failed; the keys in use stay", "err", err)
+		case _, ok := <-notes:
+			if !ok {
+				notes = nil // the subscription ended: follow by sync only
 			}
+		case <-tick.C:
+		}
+		if err := r.maintain(ctx, rotateNone); err != nil && ctx.Err() == nil {
+			r.log.WarnContext(ctx, "key ring maintenance failed; the keys in use stay", "err", err)
 		}
 	}
 }
@@ -212,9 +319,19 @@ func (r *KeyRing) run(ctx context.Context) {
 // stored ring under it.
 const maxSwapAttempts = 4
 
-// maintain reads the stored ring, rotates it when due (or when forced) and drops keys past
+// Rotations maintain can make besides the scheduled one.
+type rotation int
+
+const (
+	rotateNone   rotation = iota // only the scheduled rotation, when due
+	rotateAhead                  // a new key signs after publish_ahead (Rotate)
+	rotateNow                    // a new key signs at once (RotateNow)
+	rotateRevoke                 // a new key signs at once and replaces every other (RotateNow with revoke)
+)
+
+// maintain reads the stored ring, rotates it when due (or as rot asks) and drops keys past
 // their overlap, stores the result if it changed, and installs it.
-func (r *KeyRing) maintain(ctx context.Context, force bool) error {
+func (r *KeyRing) maintain(ctx context.Context, rot rotation) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for range maxSwapAttempts {
@@ -226,7 +343,7 @@ func (r *KeyRing) maintain(ctx context.Context, force bool) error {
 		if err != nil {
 			return err
 		}
-		next, changed, err := r.plan(keys, r.now(), force)
+		next, changed, err := r.plan(keys, r.now(), rot)
 		if err != nil {
 			return err
 		}
@@ -246,7 +363,9 @@ func (r *KeyRing) maintain(ctx context.Context, force bool) error {
 			r.view.Store(&ringView{keys: next, raw: enc})
 			return nil
 		}
-		force = false // another replica changed the ring: its keys are as fresh as a rotation
+		if rot == rotateAhead {
+			rot = rotateNone // another replica changed the ring: its keys are as fresh as a rotation
+		}
 	}
 	return errors.New("storing the key ring: it kept changing under this replica")
 }
@@ -263,19 +382,25 @@ func (r *KeyRing) decode(raw []byte) ([]*ringKey, error) {
 }
 
 // plan returns the ring after dropping keys past their overlap and adding a key when a
-// rotation is due (or forced), and whether anything changed. A forced rotation also drops a
-// key published ahead but not yet signing: the new key replaces it.
-func (r *KeyRing) plan(keys []*ringKey, now time.Time, force bool) ([]*ringKey, bool, error) {
-	if len(keys) == 0 {
-		k, err := r.generate(now)
+// rotation is due (or asked for by rot), and whether anything changed. An asked rotation
+// also drops a key published ahead but not yet signing: the new key replaces it; a revoking
+// one drops every key.
+func (r *KeyRing) plan(keys []*ringKey, now time.Time, rot rotation) ([]*ringKey, bool, error) {
+	if len(keys) == 0 || rot == rotateRevoke {
+		k, err := r.generate(now, now)
 		return []*ringKey{k}, true, err
 	}
+	force := rot != rotateNone
 	var next []*ringKey
 	for i, k := range keys {
 		pending := force && i > 0 && now.Before(k.activates)
 		if r.verifies(&ringView{keys: keys}, i, now) && !pending {
 			next = append(next, k)
 		}
+	}
+	if rot == rotateNow {
+		k, err := r.generate(now, now)
+		return append(next, k), true, err
 	}
 	changed := len(next) != len(keys)
 	newest := next[len(next)-1]
@@ -284,7 +409,7 @@ func (r *KeyRing) plan(keys []*ringKey, now time.Time, force bool) ([]*ringKey, 
 		if !force {
 			at = later(at, newest.activates.Add(r.cfg.RotateEvery))
 		}
-		k, err := r.generate(at)
+		k, err := r.generate(now, at)
 		if err != nil {
 			return nil, false, err
 		}
@@ -314,8 +439,8 @@ func (r *KeyRing) current(now time.Time) *ringKey {
 	return keys[0]
 }
 
-// generate makes a new key of the configured algorithm, activating at at.
-func (r *KeyRing) generate(at time.Time) (*ringKey, error) {
+// generate makes a new key of the configured algorithm at now, activating at at.
+func (r *KeyRing) generate(now, at time.Time) (*ringKey, error) {
 	var key crypto.Signer
 	var err error
 	if r.cfg.Algorithm == algES256 {
@@ -326,7 +451,12 @@ func (r *KeyRing) generate(at time.Time) (*ringKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generating a key: %w", err)
 	}
-	return newRingKey(key, "", at)
+	k, err := newRingKey(key, "", at)
+	if err != nil {
+		return nil, err
+	}
+	k.created = now
+	return k, nil
 }
 
 // newRingKey wraps a private key of one of the ring's algorithms.

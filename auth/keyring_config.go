@@ -36,6 +36,9 @@ type KeyRingConfig struct {
 	// SyncInterval is how often the ring re-reads its key store, to follow rotations made by
 	// other replicas sharing it, and checks whether a rotation is due (default 30s).
 	SyncInterval time.Duration `yaml:"sync_interval" json:"sync_interval,omitempty"`
+	// AdminScope is the scope a caller of admin.keys.* (list, emergency rotation) must hold
+	// (default admin.keys).
+	AdminScope string `yaml:"admin_scope" json:"admin_scope,omitempty"`
 }
 
 // Defaults of the key ring.
@@ -46,6 +49,7 @@ const (
 	DefaultMaxTokenTTL      = 15 * time.Minute
 	DefaultPublishAhead     = 5 * time.Minute
 	DefaultRingSyncInterval = 30 * time.Second
+	DefaultKeyAdminScope    = "admin.keys"
 	// overlapMargin is added to MaxTokenTTL for the default Overlap: verifiers' leeway.
 	overlapMargin = time.Minute
 )
@@ -99,6 +103,9 @@ func (c KeyRingConfig) withDefaults() KeyRingConfig {
 	}
 	if c.SyncInterval == 0 {
 		c.SyncInterval = DefaultRingSyncInterval
+	}
+	if c.AdminScope == "" {
+		c.AdminScope = DefaultKeyAdminScope
 	}
 	return c
 }

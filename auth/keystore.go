@@ -60,6 +60,7 @@ type storedRing struct {
 type storedKey struct {
 	KID       string    `json:"kid"`
 	Activates time.Time `json:"activates"`
+	Created   time.Time `json:"created,omitzero"`
 	// PKCS8 is the private key, PKCS #8 DER (base64 in JSON).
 	PKCS8 []byte `json:"pkcs8"`
 }
@@ -74,7 +75,7 @@ func encodeRing(keys []*ringKey) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("encoding key %s: %w", k.signer.KeyID(), err)
 		}
-		s.Keys = append(s.Keys, storedKey{KID: k.signer.KeyID(), Activates: k.activates, PKCS8: der})
+		s.Keys = append(s.Keys, storedKey{KID: k.signer.KeyID(), Activates: k.activates, Created: k.created, PKCS8: der})
 	}
 	return json.Marshal(s)
 }
@@ -102,6 +103,7 @@ func decodeRing(data []byte) ([]*ringKey, error) {
 		if err != nil {
 			return nil, err
 		}
+		k.created = sk.Created
 		keys = append(keys, k)
 	}
 	return keys, nil

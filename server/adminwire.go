@@ -57,6 +57,9 @@ func (g adminGateway) StateBackend() string {
 // Revocations implements adminface.Gateway.
 func (g adminGateway) Revocations() *auth.Revocations { return g.s.revocations }
 
+// KeyRing implements adminface.Gateway.
+func (g adminGateway) KeyRing() *auth.KeyRing { return g.s.keyring.Load() }
+
 // Metrics implements adminface.Gateway: nil when metrics are off.
 func (g adminGateway) Metrics() http.Handler {
 	if g.s.metrics == nil {

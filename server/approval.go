@@ -17,3 +17,12 @@ func (c *Config) approvalChainStage(kv state.KV, now func() time.Time, log *slog
 	}
 	return approval.NewStage(c.Approvals, approval.NewStore(kv, c.Approvals, now, log), now, log)
 }
+
+// approvalRedeemStage returns the stage serving approvals.redeem of c over kv: nil, out of
+// the chain, when c has no policy section (no call can be held then).
+func (c *Config) approvalRedeemStage(kv state.KV, now func() time.Time, log *slog.Logger) gateway.Middleware {
+	if c.Policy == nil {
+		return nil
+	}
+	return approval.NewRedeemStage(c.Approvals, approval.NewStore(kv, c.Approvals, now, log), now, log)
+}

@@ -421,10 +421,13 @@ func TestApprovalsConfig(t *testing.T) {
 		wantErr string
 		want    approval.Config
 	}{
-		{"defaults", "", "", approval.Config{Timeout: 5 * time.Minute, MaxPending: 1000, PollInterval: 250 * time.Millisecond,
-			AdminScope: "admin.approvals", AuditTTL: 720 * time.Hour}},
-		{"set", "approvals: {timeout: 1m, max_pending: 3, poll_interval: 1s, admin_scope: ops, audit_ttl: 24h}", "",
-			approval.Config{Timeout: time.Minute, MaxPending: 3, PollInterval: time.Second, AdminScope: "ops", AuditTTL: 24 * time.Hour}},
+		{"defaults", "", "", approval.Config{Timeout: 5 * time.Minute, Mode: "wait", MaxWait: 5 * time.Minute, ResultTTL: 15 * time.Minute,
+			RetryAfter: 5 * time.Second, MaxPending: 1000, PollInterval: 250 * time.Millisecond, AdminScope: "admin.approvals", AuditTTL: 720 * time.Hour}},
+		{"set", "approvals: {timeout: 1m, mode: async, max_wait: 30s, result_ttl: 1h, retry_after: 2s, max_pending: 3, poll_interval: 1s, admin_scope: ops, audit_ttl: 24h}", "",
+			approval.Config{Timeout: time.Minute, Mode: "async", MaxWait: 30 * time.Second, ResultTTL: time.Hour, RetryAfter: 2 * time.Second,
+				MaxPending: 3, PollInterval: time.Second, AdminScope: "ops", AuditTTL: 24 * time.Hour}},
+		{"bad mode", "approvals: {mode: later}", "approvals.mode", approval.Config{}},
+		{"max_wait past timeout", "approvals: {timeout: 1m, max_wait: 2m}", "approvals.max_wait", approval.Config{}},
 		{"poll not shorter than timeout", "approvals: {timeout: 1s, poll_interval: 1s}", "approvals.poll_interval", approval.Config{}},
 		{"max_pending too large", "approvals: {max_pending: 10001}", "max_pending", approval.Config{}},
 		{"unknown key", "approvals: {timout: 1m}", "timout", approval.Config{}},

@@ -30,7 +30,7 @@ type built struct {
 // of it the runtime reads. The order of the stages lives here and only here; a call passes
 // them top to bottom:
 //
-//	metrics → deadline → rate limit → route → policy → approval → idempotency → admission → retry → breaker → hop token → dispatch
+//	metrics → deadline → rate limit → redeem → route → policy → approval → idempotency → admission → retry → breaker → hop token → dispatch
 //
 // Authentication runs at ingress, before decoding, and the trace id is assigned there too
 // (with tracing on, the ingress span's: tracing.go; the stage spans and events below are
@@ -57,6 +57,11 @@ func pipeline(p pipelineParams) (gateway.Handler, built) {
 		// and retry_after_ms, before the call costs a route; refusals are counted by rule.
 		// Nil without rate_limits.
 		observability.CountRateLimits(resilience.NewRateLimitStage(cfg.RateLimits, p.kv, p.now, p.log), m),
+		// redeem: approvals.redeem, which has no target, answers an asynchronous approval —
+		// 4004 while pending, 4003 once denied or expired, and once approved the held call,
+		// replayed from here down (route, policy, approval letting it through, ...) exactly
+		// once (auth/approval.NewRedeemStage). In the chain whenever the policy stage is.
+		cfg.approvalRedeemStage(p.kv, p.now, p.log),
 		// route: method → target, or METHOD_NOT_FOUND.
 		p.table.Route,
 		// policy: zone → rule → scopes → condition (auth/policy.NewStage), on what the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/gatehouse-dev/gatehouse/auth"
+	"github.com/gatehouse-dev/gatehouse/state"
 )
 
 // openKeyRing opens the gateway's signing key ring of cfg over the server's state store, so
@@ -15,10 +16,12 @@ func (s *Server) openKeyRing(cfg *auth.KeyRingConfig) (*auth.KeyRing, error) {
 	if cfg == nil {
 		return nil, nil //nolint:nilnil // no section, no ring: callers check the ring for nil
 	}
+	bus, _ := s.kv.(state.Bus) // nil: replicas follow an emergency rotation at their sync
 	ring, err := auth.OpenKeyRing(context.Background(), *cfg, auth.KeyRingOptions{
 		Store:  auth.NewStateKeyStore(s.kv, auth.DefaultKeyStoreKey),
 		Logger: s.log,
 		Now:    s.opts.Now,
+		Bus:    bus,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("auth: keyring: %w", err)

@@ -10,9 +10,23 @@ import (
 // approval stage is in the chain whenever the policy stage is, with these defaults when
 // the section is absent: a call that needs approval is never let through unapproved.
 type Config struct {
-	// Timeout is how long a call waits for a decision before it fails with 4003 "approval
-	// expired"; a call whose own deadline is nearer fails at its deadline instead.
+	// Timeout is how long an approval stays pending: a waiting call that gets no decision
+	// by then fails with 4003 "approval expired" (one whose own deadline is nearer fails at
+	// its deadline instead), and an asynchronous approval expires undecided.
 	Timeout time.Duration `yaml:"timeout" json:"timeout,omitempty"`
+	// Mode is how a call that needs approval is answered when it does not choose
+	// (params.approval_mode): ModeWait holds it until the decision, ModeAsync answers at once
+	// with 4004 APPROVAL_PENDING and an approval_id the caller redeems later.
+	Mode string `yaml:"mode" json:"mode,omitempty"`
+	// MaxWait is the longest a waiting call is held (default: Timeout); past it the call
+	// fails with 4003 "approval expired" and its approval expires.
+	MaxWait time.Duration `yaml:"max_wait" json:"max_wait,omitempty"`
+	// ResultTTL is how long an approved asynchronous call can still be redeemed after its
+	// decision, and how long the outcome of a redeemed call is kept for redeeming it again.
+	ResultTTL time.Duration `yaml:"result_ttl" json:"result_ttl,omitempty"`
+	// RetryAfter is the retry_after_ms hint of a 4004 answer: how soon a caller should
+	// redeem again.
+	RetryAfter time.Duration `yaml:"retry_after" json:"retry_after,omitempty"`
 	// MaxPending bounds the approvals pending at once, across every replica sharing the
 	// state store; past it a call that needs approval is refused with 5002 OVERLOADED.
 	MaxPending int `yaml:"max_pending" json:"max_pending,omitempty"`
@@ -28,6 +42,9 @@ type Config struct {
 // Defaults of the approvals section.
 const (
 	DefaultTimeout      = 5 * time.Minute
+	DefaultMode         = ModeWait
+	DefaultResultTTL    = 15 * time.Minute
+	DefaultRetryAfter   = 5 * time.Second
 	DefaultMaxPending   = 1000
 	DefaultPollInterval = 250 * time.Millisecond
 	DefaultAdminScope   = "admin.approvals"
@@ -40,6 +57,10 @@ const (
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
 	setDefault(&c.Timeout, DefaultTimeout)
+	setDefault(&c.Mode, DefaultMode)
+	setDefault(&c.MaxWait, c.Timeout)
+	setDefault(&c.ResultTTL, DefaultResultTTL)
+	setDefault(&c.RetryAfter, DefaultRetryAfter)
 	setDefault(&c.MaxPending, DefaultMaxPending)
 	setDefault(&c.PollInterval, DefaultPollInterval)
 	setDefault(&c.AdminScope, DefaultAdminScope)
@@ -67,9 +88,16 @@ func (e ConfigError) Error() string { return e.Path + ": " + e.Msg }
 // check.
 func (c Config) Validate() []ConfigError {
 	var errs []ConfigError
-	if c.PollInterval >= c.Timeout {
+	if c.PollInterval >= min(c.Timeout, c.MaxWait) {
 		errs = append(errs, ConfigError{Path: "poll_interval",
-			Msg: fmt.Sprintf("poll_interval (%s) must be shorter than timeout (%s)", c.PollInterval, c.Timeout)})
+			Msg: fmt.Sprintf("poll_interval (%s) must be shorter than timeout (%s) and max_wait (%s)", c.PollInterval, c.Timeout, c.MaxWait)})
+	}
+	if c.Mode != ModeWait && c.Mode != ModeAsync {
+		errs = append(errs, ConfigError{Path: "mode", Msg: fmt.Sprintf("mode is %q: it must be wait or async", c.Mode)})
+	}
+	if c.MaxWait > c.Timeout {
+		errs = append(errs, ConfigError{Path: "max_wait",
+			Msg: fmt.Sprintf("max_wait (%s) must not be longer than timeout (%s)", c.MaxWait, c.Timeout)})
 	}
 	if c.MaxPending < 1 || c.MaxPending > MaxMaxPending {
 		errs = append(errs, ConfigError{Path: "max_pending",

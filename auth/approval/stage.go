@@ -58,36 +58,50 @@ func NewStore(kv state.KV, cfg Config, now func() time.Time, log *slog.Logger) S
 
 func (s *stage) wrap(next gateway.Handler) gateway.Handler {
 	return func(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
-		d, ok := policy.DecisionFrom(ctx)
-		if !ok || !d.NeedsApproval {
-			return next(ctx, call)
-		}
-		rec, err := s.hold(ctx, call, d)
+		mode, err := s.cutMode(call)
 		if err != nil {
 			return nil, err
 		}
-		if err := s.wait(ctx, rec, rec.Expires.Sub(rec.Created) < s.cfg.Timeout); err != nil {
+		d, ok := policy.DecisionFrom(ctx)
+		if !ok || !d.NeedsApproval || redeems(ctx, call) {
+			return next(ctx, call)
+		}
+		if mode == ModeAsync && !call.IsNotification() {
+			return nil, s.holdAsync(ctx, call, d)
+		}
+		rec, byDeadline, err := s.hold(ctx, call, d)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.wait(ctx, rec, byDeadline); err != nil {
 			return nil, err
 		}
 		return next(ctx, call)
 	}
 }
 
-// hold records call as a pending approval, expiring after approvals.timeout or at the
-// call's deadline, whichever comes first.
-func (s *stage) hold(ctx context.Context, call *gateway.Call, d policy.Decision) (Record, error) {
+// hold records call as a pending approval of a waiting caller, expiring after
+// approvals.max_wait or at the call's deadline, whichever comes first; byDeadline says the
+// deadline did.
+func (s *stage) hold(ctx context.Context, call *gateway.Call, d policy.Decision) (rec Record, byDeadline bool, err error) {
+	wait := s.cfg.MaxWait
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+		wait, byDeadline = time.Until(dl), true
+	}
+	rec, err = s.create(ctx, call, d, ModeWait, wait)
+	return rec, byDeadline, err
+}
+
+// create records call as a pending approval in mode, expiring after wait.
+func (s *stage) create(ctx context.Context, call *gateway.Call, d policy.Decision, mode string, wait time.Duration) (Record, error) {
 	digest, err := Digest(call.Method, call.Params)
 	if err != nil {
 		return Record{}, gateway.NewError(schemas.CodeInternal).Wrap(err)
 	}
 	now := s.now()
-	wait := s.cfg.Timeout
-	if dl, ok := ctx.Deadline(); ok {
-		wait = min(wait, time.Until(dl))
-	}
 	rec := Record{
-		ID: newID(), Digest: digest, Method: call.Method, Caller: call.Principal.Subject,
-		Zone: call.Zone.String(), Rule: d.Rule, Mutation: string(d.Mutation),
+		ID: newID(), Digest: digest, Method: call.Method, Caller: callerOf(call.Principal),
+		Zone: call.Zone.String(), Rule: d.Rule, Mutation: string(d.Mutation), Mode: mode,
 		Created: now, Expires: now.Add(wait), Status: Pending,
 	}
 	retry, err := s.store.Create(ctx, rec, s.cfg.MaxPending)
@@ -98,7 +112,7 @@ func (s *stage) hold(ctx context.Context, call *gateway.Call, d policy.Decision)
 	case err != nil:
 		return Record{}, gateway.AsError(err)
 	}
-	s.log.InfoContext(ctx, "call held for approval", "approval_id", rec.ID, "method", rec.Method, "digest", rec.Digest,
+	s.log.InfoContext(ctx, "call held for approval", "approval_id", rec.ID, "mode", mode, "method", rec.Method, "digest", rec.Digest,
 		"rule", rec.Rule, "mutation", rec.Mutation, "caller", rec.Caller, "expires", rec.Expires, "trace_id", call.TraceID)
 	return rec, nil
 }

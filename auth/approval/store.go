@@ -32,22 +32,27 @@ const System = "gatehouse"
 // Record is one held call. While pending it lives under its id; once decided, the
 // same record, with the decision filled in, is its audit record.
 type Record struct {
-	ID       string    `json:"id"`
-	Digest   string    `json:"digest"` // hex SHA-256 of canonical {method, params}
-	Method   string    `json:"method"`
-	Caller   string    `json:"caller"` // the caller's subject
-	Zone     string    `json:"zone"`
-	Rule     string    `json:"rule"`
-	Mutation string    `json:"mutation"`
-	Created  time.Time `json:"created"`
-	Expires  time.Time `json:"expires"`
-	Status   Status    `json:"status"`
+	ID       string `json:"id"`
+	Digest   string `json:"digest"` // hex SHA-256 of canonical {method, params}
+	Method   string `json:"method"`
+	Caller   string `json:"caller"` // the caller's subject
+	Zone     string `json:"zone"`
+	Rule     string `json:"rule"`
+	Mutation string `json:"mutation"`
+	// Mode is ModeWait (the caller waits for the decision) or ModeAsync (it redeems the
+	// approval_id later: approvals.redeem).
+	Mode    string    `json:"mode,omitempty"`
+	Created time.Time `json:"created"`
+	Expires time.Time `json:"expires"`
+	Status  Status    `json:"status"`
 	// DecidedBy is the subject of the operator who approved or denied, System for
 	// an expiry or a withdrawal.
 	DecidedBy string    `json:"decided_by,omitempty"`
 	DecidedAt time.Time `json:"decided_at,omitzero"`
 	// Note is the approver's note, the denier's reason, or why the system decided.
 	Note string `json:"note,omitempty"`
+	// RedeemedAt is when an approved asynchronous call was redeemed and ran.
+	RedeemedAt time.Time `json:"redeemed_at,omitzero"`
 }
 
 // Errors of a Store.
@@ -85,6 +90,32 @@ type Store interface {
 	Pending(ctx context.Context) ([]Record, error)
 	// Decided lists the audit records still kept, newest first.
 	Decided(ctx context.Context) ([]Record, error)
+	// Redeems keeps what asynchronous approvals need for their redeem.
+	Redeems
+}
+
+// Redeems keeps an asynchronous approval's call, the claim of the redeem that runs it, and
+// its outcome. Every method is safe for concurrent use by every replica sharing the store.
+type Redeems interface {
+	// Lookup returns the approval under id, pending or decided (its audit record).
+	Lookup(ctx context.Context, id string) (Record, bool, error)
+	// KeepCall keeps the params of an asynchronous approval's call for ttl, for its redeem.
+	KeepCall(ctx context.Context, id string, params []byte, ttl time.Duration) error
+	// Call returns the params KeepCall kept (nil for a call without params).
+	Call(ctx context.Context, id string) (params []byte, ok bool, err error)
+	// Claim makes this redeem the one that runs the approved call id: exactly one of all
+	// the claims on id, across replicas, succeeds while its claim lives (ttl). until is
+	// when the claiming redeem's own deadline passes.
+	Claim(ctx context.Context, id string, until time.Time, ttl time.Duration) (claimed bool, err error)
+	// Claimed returns until of the claim on id, if any.
+	Claimed(ctx context.Context, id string) (until time.Time, ok bool, err error)
+	// Release drops the claim on id, so the call can be redeemed again (it did not run).
+	Release(ctx context.Context, id string) error
+	// KeepOutcome keeps the outcome of a redeemed call for ttl and records the redeem in
+	// the approval's audit record.
+	KeepOutcome(ctx context.Context, rec Record, out Outcome, ttl time.Duration) error
+	// Outcome returns the outcome KeepOutcome kept.
+	Outcome(ctx context.Context, id string) (Outcome, bool, error)
 }
 
 // Keys and bounds of kvStore.
@@ -129,14 +160,25 @@ func (s *kvStore) Create(ctx context.Context, rec Record, maxPending int) (time.
 	now := s.now()
 	ttl := rec.Expires.Sub(now) + decidedGrace
 	var retry time.Duration
+	var expired []string
 	err := s.update(ctx, pendingIndexKey, func(idx []indexEntry) ([]indexEntry, error) {
-		idx = slices.DeleteFunc(idx, func(e indexEntry) bool { return e.At <= now.UnixMilli() })
+		expired = expired[:0]
+		idx = slices.DeleteFunc(idx, func(e indexEntry) bool {
+			if e.At <= now.UnixMilli() {
+				expired = append(expired, e.ID)
+				return true
+			}
+			return false
+		})
 		if len(idx) >= maxPending {
 			retry = time.Duration(slices.MinFunc(idx, func(a, b indexEntry) int { return int(a.At - b.At) }).At-now.UnixMilli()) * time.Millisecond
 			return nil, ErrFull
 		}
 		return append(idx, indexEntry{ID: rec.ID, At: rec.Expires.UnixMilli()}), nil
 	})
+	if len(expired) > 0 && (err == nil || errors.Is(err, ErrFull)) {
+		s.expireAsync(ctx, expired)
+	}
 	if err != nil {
 		return retry, err
 	}
@@ -235,7 +277,18 @@ func (s *kvStore) Forget(ctx context.Context, id string) error {
 
 func (s *kvStore) Pending(ctx context.Context) ([]Record, error) {
 	recs, err := s.list(ctx, pendingIndexKey, pendingPrefix)
-	recs = slices.DeleteFunc(recs, func(r Record) bool { return r.Status != Pending })
+	var expired []string
+	now := s.now()
+	recs = slices.DeleteFunc(recs, func(r Record) bool {
+		if r.Status == Pending && r.Mode == ModeAsync && !now.Before(r.Expires) {
+			expired = append(expired, r.ID)
+			return true
+		}
+		return r.Status != Pending
+	})
+	if len(expired) > 0 {
+		s.expireAsync(ctx, expired)
+	}
 	return recs, err
 }
 

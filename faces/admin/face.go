@@ -26,6 +26,9 @@ type Gateway interface {
 	StateBackend() string
 	// Revocations returns the process's revocation list, which admin.revocations.* edits.
 	Revocations() *auth.Revocations
+	// KeyRing returns the gateway's signing key ring, which admin.keys.* lists and rotates;
+	// nil without auth.keyring.
+	KeyRing() *auth.KeyRing
 	// Metrics returns the handler of the process's Prometheus metrics, nil when metrics
 	// are off. The face asks for it once, when it is built.
 	Metrics() http.Handler
@@ -68,7 +71,7 @@ func New(gw Gateway, log *slog.Logger) *Face {
 	})
 	f.mux.HandleFunc("GET /readyz", f.serveReady)
 	f.mux.Handle("GET /metrics", metricsHandler(gw.Metrics()))
-	f.mux.HandleFunc("POST /rpc", f.serveRPC)                  // admin JSON-RPC: admin.approvals.*, admin.revocations.* (rpc.go)
+	f.mux.HandleFunc("POST /rpc", f.serveRPC)                  // admin JSON-RPC: admin.approvals.*, admin.revocations.*, admin.keys.* (rpc.go)
 	f.mux.Handle(pprofPrefix, f.pprofHandler(gw.PprofScope())) // net/http/pprof, operator scope (pprof.go)
 	return f
 }

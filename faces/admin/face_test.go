@@ -42,6 +42,7 @@ func (g *fakeGateway) Draining() bool                  { return g.draining }
 func (g *fakeGateway) PingState(context.Context) error { return g.ping }
 func (g *fakeGateway) StateBackend() string            { return "redis" }
 func (g *fakeGateway) Revocations() *auth.Revocations  { return nil }
+func (g *fakeGateway) KeyRing() *auth.KeyRing          { return nil }
 func (g *fakeGateway) Metrics() http.Handler           { return g.metrics }
 func (g *fakeGateway) PprofScope() string              { return g.pprofScope }
 

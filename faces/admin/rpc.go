@@ -17,12 +17,13 @@ import (
 type adminCall struct {
 	approvals *approval.Admin       // admin.approvals.* (auth/approval)
 	revoke    *auth.RevocationAdmin // admin.revocations.* (auth)
+	keys      *auth.KeyRingAdmin    // admin.keys.* (auth)
 }
 
 // serveRPC serves POST /rpc: the caller is authenticated with the configuration's
 // authenticator (zone operator) before the body is read, then each request of the body
 // (single or batch) runs an admin method, which requires approvals.admin_scope
-// (admin.revocations.*: auth.revocation.admin_scope).
+// (admin.revocations.*: auth.revocation.admin_scope; admin.keys.*: auth.keyring.admin_scope).
 func (f *Face) serveRPC(w http.ResponseWriter, r *http.Request) {
 	rt := f.gw.Acquire()
 	defer rt.Release()
@@ -47,6 +48,7 @@ func (f *Face) serveRPC(w http.ResponseWriter, r *http.Request) {
 	ac := &adminCall{
 		approvals: approval.NewAdmin(rt.ApprovalStore(), principal, rt.ApprovalScope()),
 		revoke:    auth.NewRevocationAdmin(f.gw.Revocations(), principal),
+		keys:      auth.NewKeyRingAdmin(f.gw.KeyRing(), principal, f.log),
 	}
 	faces.WriteResponse(w, f.log, ac.serve(r.Context(), body, pipe.Limits, traceID), faces.EncodingJSON, traceID)
 }
@@ -94,6 +96,8 @@ func (ac *adminCall) run(ctx context.Context, req *jsonrpc.Request) ([]byte, err
 	switch {
 	case auth.IsRevocationMethod(req.Method):
 		return ac.revoke.Run(ctx, req.Method, req.Params) // its own scope, auth.revocation.admin_scope
+	case auth.IsKeyMethod(req.Method):
+		return ac.keys.Run(ctx, req.Method, req.Params) // its own scope, auth.keyring.admin_scope
 	case approval.IsAdminMethod(req.Method):
 		return ac.approvals.Run(ctx, req.Method, req.Params)
 	default:
