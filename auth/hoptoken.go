@@ -35,7 +35,7 @@ func NewHopTokenStage(ring func() *KeyRing, minted func()) gateway.Middleware {
 			if tok == "" && gateway.HopToken(ctx) == "" {
 				return next(ctx, call) // nothing to carry, nothing to clear
 			}
-			return next(gateway.WithHopToken(ctx, tok), call)
+			return next(gateway.WithHopTokenFor(ctx, call, tok), call)
 		}
 	}
 }

@@ -127,9 +127,18 @@ func (p *Pipeline) runBatch(ctx context.Context, ex *Exchange, members []jsonrpc
 	plan := planBatch(members)
 	outs := make([]Outcome, len(members))
 	calls := make([]gateway.Call, len(members)) // one allocation for the members' calls
-	ctx = withLogIDs(ctx, ex)                   // once for every member
+	// The members run under one context bounded by the batch's deadline: the deadline
+	// stage then gives a member that keeps it no deadline context (and timer) of its own.
+	// Waiting for a turn or a dependency stays bounded by ctx alone, as each member's own
+	// deadline is enforced by the stage when it runs.
+	run := ctx
+	if !ex.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		run, cancel = context.WithDeadline(ctx, ex.Deadline)
+		defer cancel()
+	}
 	if plan.deps == nil {
-		p.runOrdered(ctx, ex, members, plan.err, outs, calls)
+		p.runOrdered(ctx, run, ex, members, plan.err, outs, calls)
 		return outs
 	}
 	done := make([]chan struct{}, len(members))
@@ -144,7 +153,7 @@ func (p *Pipeline) runBatch(ctx context.Context, ex *Exchange, members []jsonrpc
 			if plan.deps != nil {
 				deps = plan.deps[i]
 			}
-			outs[i] = p.runPlanned(ctx, ex, &members[i], plan.err[i], deps, outs, done, sem, &calls[i])
+			outs[i] = p.runPlanned(ctx, run, ex, &members[i], plan.err[i], deps, outs, done, sem, &calls[i])
 		}()
 	}
 	for i := range done {
@@ -156,7 +165,7 @@ func (p *Pipeline) runBatch(ctx context.Context, ex *Exchange, members []jsonrpc
 // runOrdered runs the members of a batch without depends_on: min(batch.concurrency, n)
 // workers — the calling goroutine one of them — take the members in request order, so at
 // most batch.concurrency run at once and a batch runs inline when the bound is 1.
-func (p *Pipeline) runOrdered(ctx context.Context, ex *Exchange, members []jsonrpc.Member, planErr []*gateway.Error,
+func (p *Pipeline) runOrdered(ctx, run context.Context, ex *Exchange, members []jsonrpc.Member, planErr []*gateway.Error,
 	outs []Outcome, calls []gateway.Call) {
 	var next atomic.Int64
 	work := func() {
@@ -165,7 +174,7 @@ func (p *Pipeline) runOrdered(ctx context.Context, ex *Exchange, members []jsonr
 			if i >= len(members) {
 				return
 			}
-			outs[i] = p.runMember(ctx, ex, &members[i], planErr[i], &calls[i])
+			outs[i] = p.runMember(ctx, run, ex, &members[i], planErr[i], &calls[i])
 		}
 	}
 	workers := min(p.BatchConcurrency, len(members))
@@ -177,19 +186,21 @@ func (p *Pipeline) runOrdered(ctx context.Context, ex *Exchange, members []jsonr
 	wg.Wait()
 }
 
-// runMember runs member m whose dependencies are done, in c.
-func (p *Pipeline) runMember(ctx context.Context, ex *Exchange, m *jsonrpc.Member, planErr *gateway.Error, c *gateway.Call) Outcome {
+// runMember runs member m whose dependencies are done, in c, under run (ctx bounded by the
+// batch's deadline).
+func (p *Pipeline) runMember(ctx, run context.Context, ex *Exchange, m *jsonrpc.Member, planErr *gateway.Error, c *gateway.Call) Outcome {
 	if planErr != nil {
 		return Outcome{Err: planErr, ID: memberID(m), Silent: m.Err == nil && m.Request.IsNotification()}
 	}
 	if ctx.Err() != nil {
 		return Outcome{Err: gateway.AsError(ctx.Err()).With("layer", "batch"), ID: m.Request.ID, Silent: m.Request.IsNotification()}
 	}
-	return p.call(ctx, ex, &m.Request, false, c)
+	return p.call(run, ex, &m.Request, false, c)
 }
 
-// runPlanned runs member m once its dependencies are done and a concurrency slot is free.
-func (p *Pipeline) runPlanned(ctx context.Context, ex *Exchange, m *jsonrpc.Member, planErr *gateway.Error,
+// runPlanned runs member m under run once its dependencies are done and a concurrency slot
+// is free.
+func (p *Pipeline) runPlanned(ctx, run context.Context, ex *Exchange, m *jsonrpc.Member, planErr *gateway.Error,
 	deps []int, outs []Outcome, done []chan struct{}, sem chan struct{}, c *gateway.Call) Outcome {
 	id := memberID(m)
 	silent := m.Err == nil && m.Request.IsNotification()
@@ -213,7 +224,7 @@ func (p *Pipeline) runPlanned(ctx context.Context, ex *Exchange, m *jsonrpc.Memb
 		return Outcome{Err: gateway.AsError(ctx.Err()).With("layer", "batch"), ID: id, Silent: silent}
 	}
 	defer func() { <-sem }()
-	return p.call(ctx, ex, &m.Request, false, c)
+	return p.call(run, ex, &m.Request, false, c)
 }
 
 func memberID(m *jsonrpc.Member) jsonrpc.ID {

@@ -191,8 +191,11 @@ func WriteResponse(w http.ResponseWriter, log *slog.Logger, out []byte, enc Enco
 	if !ok {
 		log.Error("a response has no MessagePack form", "trace_id", traceID)
 	}
-	w.Header().Set("Content-Type", enc.ContentType())
-	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	// Both values in one allocation: the keys are canonical already, and net/http copies
+	// the header when it writes it.
+	vals := &[2]string{enc.ContentType(), strconv.Itoa(len(out))}
+	h := w.Header()
+	h["Content-Type"], h["Content-Length"] = vals[0:1:1], vals[1:2:2]
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(out)
 }

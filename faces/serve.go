@@ -58,30 +58,14 @@ func (p *Pipeline) ServePayload(ctx context.Context, ex *Exchange, payload jsonr
 // Call runs one well-formed request through the pipeline; single says it is not a batch
 // member (only then may its streamed result be delivered incrementally).
 func (p *Pipeline) Call(ctx context.Context, ex *Exchange, req *jsonrpc.Request, single bool) Outcome {
-	return p.call(withLogIDs(ctx, ex), ex, req, single, new(gateway.Call))
+	return p.call(ctx, ex, req, single, new(gateway.Call))
 }
 
-// withLogIDs gives ctx the exchange's log ids (its calls' trace id).
-func withLogIDs(ctx context.Context, ex *Exchange) context.Context {
-	return observability.WithLogIDs(ctx, observability.LogIDs{TraceID: ex.TraceID})
-}
-
-// call is Call in c (a batch allocates its members' calls at once), under a ctx that
-// carries the exchange's log ids.
+// call is Call in c (a batch allocates its members' calls at once). The call runs under
+// one context of its own (gateway.WithCall), which carries c and answers the values the
+// stages set on it — the exchange's log ids (its trace id) among them.
 func (p *Pipeline) call(ctx context.Context, ex *Exchange, req *jsonrpc.Request, single bool, c *gateway.Call) (out Outcome) {
 	out.ID, out.Silent = req.ID, req.IsNotification()
-	var input gateway.Stream
-	if d, ok := ex.Delivery.(InputDeliverer); ok && !out.Silent {
-		var end func()
-		ctx, input, end = d.Begin(ctx, req.ID)
-		defer end()
-	}
-	if d, ok := ex.Delivery.(ProgressDeliverer); ok && !out.Silent {
-		if sink, stop := d.Progress(req.ID, single); sink != nil {
-			ctx = gateway.WithProgress(ctx, sink)
-			defer stop()
-		}
-	}
 	*c = gateway.Call{
 		Method:     req.Method,
 		Params:     req.Params,
@@ -91,11 +75,22 @@ func (p *Pipeline) call(ctx context.Context, ex *Exchange, req *jsonrpc.Request,
 		TraceID:    ex.TraceID,
 		Zone:       ex.Zone,
 		Protocol:   ex.Protocol,
-		Input:      input,
 		Capability: ex.Capability,
 	}
+	if d, ok := ex.Delivery.(InputDeliverer); ok && !out.Silent {
+		var end func()
+		ctx, c.Input, end = d.Begin(ctx, req.ID) // the call's context may be the face's own
+		defer end()
+	}
+	ctx = gateway.WithCall(ctx, c)
+	if d, ok := ex.Delivery.(ProgressDeliverer); ok && !out.Silent {
+		if sink, stop := d.Progress(req.ID, single); sink != nil {
+			ctx = gateway.WithProgress(ctx, sink)
+			defer stop()
+		}
+	}
 	if ex.CallerDeadline || req.DeadlineMs > 0 {
-		ctx = gateway.WithCallerDeadline(ctx, c.Deadline)
+		ctx = gateway.MarkCallerDeadline(ctx, c)
 	}
 	if ex.Span != nil { // the call's span: the ingress span, or a batch member's own
 		var t observability.CallSpan
@@ -111,7 +106,7 @@ func (p *Pipeline) call(ctx context.Context, ex *Exchange, req *jsonrpc.Request,
 			out.Res, out.Err = nil, gateway.NewError(schemas.CodeInternal)
 		}
 	}()
-	res, err := p.Handler(gateway.WithCall(ctx, c), c)
+	res, err := p.Handler(ctx, c)
 	if err != nil {
 		out.Err = gateway.AsError(err)
 		p.logCallError(ctx, c, out.Err)

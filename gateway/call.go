@@ -123,6 +123,20 @@ type Call struct {
 	// Policies that keep a zone from calling methods directly (routing.mcp.direct_zones) let
 	// such calls through: capability invocation is the sanctioned path.
 	Capability string
+
+	// vals are the per-call values the stages give what runs below them (the observer,
+	// the hop budget and credential, whether the caller named the deadline), answered by
+	// the call's one context (WithCall) instead of a context each.
+	vals callValues
+}
+
+// callValues are a call's per-call context values (CallKey), set by the stages it passes.
+type callValues struct {
+	observer       Observer
+	budget         *HopBudget
+	hopToken       string
+	hasHopToken    bool
+	callerDeadline bool
 }
 
 // IsNotification reports whether the call expects no response.
@@ -130,14 +144,56 @@ func (c *Call) IsNotification() bool { return c.ID.IsZero() }
 
 type callKey struct{}
 
+// CallKey is a context key whose value the context of a call (WithCall) answers from the
+// call itself: a call's per-call data — its log ids, its observer, its hop budget and
+// credential — costs one context for the call, not one context per value.
+type CallKey interface {
+	// FromCall returns the key's value for c, whose context's parent is parent; ok false
+	// leaves the lookup to parent.
+	FromCall(c *Call, parent context.Context) (v any, ok bool)
+}
+
+// callCtx is the context of a call: it carries the call and answers its CallKeys.
+type callCtx struct {
+	context.Context
+	call *Call
+}
+
+// Value implements context.Context.
+func (x *callCtx) Value(key any) any {
+	switch k := key.(type) {
+	case callKey:
+		return x.call
+	case CallKey:
+		if v, ok := k.FromCall(x.call, x.Context); ok {
+			return v
+		}
+	}
+	return x.Context.Value(key)
+}
+
+// String names the context for debugging, as the context package's own do.
+func (x *callCtx) String() string { return "gateway.WithCall(" + x.call.Method + ")" }
+
 // WithCall returns ctx carrying c, the call whose handler runs under it: what runs within
-// the call (a NEKTE capability invoking its method) takes the caller from it.
+// the call (a NEKTE capability invoking its method) takes the caller from it. The context
+// also carries the values the stages set on c (WithObserverFor, WithHopBudgetFor,
+// WithHopTokenFor, MarkCallerDeadline) and answers every CallKey from c.
 func WithCall(ctx context.Context, c *Call) context.Context {
-	return context.WithValue(ctx, callKey{}, c)
+	return &callCtx{Context: ctx, call: c}
 }
 
 // CallFrom returns the call ctx runs within (WithCall), nil outside one.
 func CallFrom(ctx context.Context) *Call {
+	if x, ok := ctx.(*callCtx); ok { // the common case: a stage's own context
+		return x.call
+	}
 	c, _ := ctx.Value(callKey{}).(*Call)
 	return c
+}
+
+// carries reports whether ctx is call's context or one derived from it with no other
+// call in between: a value set on call is then what ctx's lookups find.
+func carries(ctx context.Context, call *Call) bool {
+	return call != nil && CallFrom(ctx) == call
 }

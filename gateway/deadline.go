@@ -54,10 +54,31 @@ func WithHopBudget(ctx context.Context, b HopBudget) context.Context {
 	return context.WithValue(ctx, hopBudgetKey{}, b)
 }
 
+// FromCall implements CallKey.
+func (hopBudgetKey) FromCall(c *Call, _ context.Context) (any, bool) {
+	return c.vals.budget, c.vals.budget != nil
+}
+
+// WithHopBudgetFor is WithHopBudget for the stage running call: when ctx is call's context
+// (WithCall) *b is kept on call (b must not change afterwards) and ctx is returned as it
+// is; otherwise it is WithHopBudget.
+func WithHopBudgetFor(ctx context.Context, call *Call, b *HopBudget) context.Context {
+	if carries(ctx, call) {
+		call.vals.budget = b
+		return ctx
+	}
+	return WithHopBudget(ctx, *b)
+}
+
 // HopBudgetFrom returns the hop budget ctx carries, or the zero HopBudget.
 func HopBudgetFrom(ctx context.Context) HopBudget {
-	b, _ := ctx.Value(hopBudgetKey{}).(HopBudget)
-	return b
+	switch b := ctx.Value(hopBudgetKey{}).(type) {
+	case HopBudget:
+		return b
+	case *HopBudget:
+		return *b
+	}
+	return HopBudget{}
 }
 
 // Deadline returns the deadline a hop sends downstream: deadline less the reserve. When
@@ -83,6 +104,24 @@ type callerDeadlineKey struct{}
 // deadline only.
 func WithCallerDeadline(ctx context.Context, deadline time.Time) context.Context {
 	return context.WithValue(ctx, callerDeadlineKey{}, deadline)
+}
+
+// FromCall implements CallKey.
+func (callerDeadlineKey) FromCall(c *Call, _ context.Context) (any, bool) {
+	if !c.vals.callerDeadline {
+		return nil, false
+	}
+	return c.Deadline, true
+}
+
+// MarkCallerDeadline is WithCallerDeadline for call, whose Deadline the caller named: when
+// ctx is call's context (WithCall) the mark is kept on call and ctx is returned as it is.
+func MarkCallerDeadline(ctx context.Context, call *Call) context.Context {
+	if carries(ctx, call) {
+		call.vals.callerDeadline = true
+		return ctx
+	}
+	return WithCallerDeadline(ctx, call.Deadline)
 }
 
 // CallerDeadline returns the deadline the caller named for the call, if it named one.

@@ -73,12 +73,34 @@ func WithHopToken(ctx context.Context, bearer string) context.Context {
 	return context.WithValue(ctx, hopTokenKey{}, bearer)
 }
 
+// FromCall implements CallKey: a pointer to the call's token (a string would be boxed on
+// every lookup).
+func (hopTokenKey) FromCall(c *Call, _ context.Context) (any, bool) {
+	return &c.vals.hopToken, c.vals.hasHopToken
+}
+
+// WithHopTokenFor is WithHopToken for the dispatch of call: when ctx is call's context
+// (WithCall) the credential is kept on call and ctx is returned as it is; otherwise it is
+// WithHopToken.
+func WithHopTokenFor(ctx context.Context, call *Call, bearer string) context.Context {
+	if carries(ctx, call) {
+		call.vals.hopToken, call.vals.hasHopToken = bearer, true
+		return ctx
+	}
+	return WithHopToken(ctx, bearer)
+}
+
 // HopToken returns the credential WithHopToken put in ctx, "" for none. Targets send it as
 // a bearer token (gRPC metadata authorization, HTTP Authorization, an MCP request's _meta)
 // and never log it.
 func HopToken(ctx context.Context) string {
-	s, _ := ctx.Value(hopTokenKey{}).(string)
-	return s
+	switch s := ctx.Value(hopTokenKey{}).(type) {
+	case string:
+		return s
+	case *string:
+		return *s
+	}
+	return ""
 }
 
 // DownstreamTokenConfig is a backend's downstream_token section: which credential it

@@ -34,6 +34,25 @@ func WithObserver(ctx context.Context, o Observer) context.Context {
 	return context.WithValue(ctx, observerKey{}, o)
 }
 
+// FromCall implements CallKey.
+func (observerKey) FromCall(c *Call, _ context.Context) (any, bool) {
+	return c.vals.observer, c.vals.observer != nil
+}
+
+// WithObserverFor is WithObserver for the stage running call: when ctx is call's context
+// (WithCall) the observer is kept on call and ctx is returned as it is — no context per
+// stage; otherwise it is WithObserver.
+func WithObserverFor(ctx context.Context, call *Call, o Observer) context.Context {
+	if o == nil {
+		return ctx
+	}
+	if carries(ctx, call) {
+		call.vals.observer = o
+		return ctx
+	}
+	return WithObserver(ctx, o)
+}
+
 // ObserverFrom returns the observer ctx carries (WithObserver), or one that discards
 // everything; never nil.
 func ObserverFrom(ctx context.Context) Observer {

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
 )
 
 // Log record keys the ContextHandler adds.
@@ -26,6 +28,16 @@ type LogIDs struct {
 }
 
 type logIDsKey struct{}
+
+// FromCall implements gateway.CallKey: a call's context gives its records the call's trace
+// id beside the ids of the context it runs in.
+func (logIDsKey) FromCall(c *gateway.Call, parent context.Context) (any, bool) {
+	ids := LogIDsFrom(parent)
+	if c.TraceID != "" {
+		ids.TraceID = c.TraceID
+	}
+	return ids, true
+}
 
 // WithLogIDs returns ctx carrying ids; the non-empty ones replace those ctx had.
 func WithLogIDs(ctx context.Context, ids LogIDs) context.Context {

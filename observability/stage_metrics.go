@@ -24,7 +24,7 @@ func MetricsStage(m *Metrics, routed func(method string) bool, version func(ctx 
 	return func(next gateway.Handler) gateway.Handler {
 		return func(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
 			start := time.Now()
-			res, err := next(gateway.WithObserver(ctx, m), call)
+			res, err := next(gateway.WithObserverFor(ctx, call, m), call)
 			m.ObserveRequest(Request{
 				Protocol: call.Protocol.String(),
 				Method:   call.Method,

@@ -114,7 +114,8 @@ func earliest(a, b time.Time) time.Time {
 // Deadline returns the deadline stage: it refuses a call whose remaining time is below
 // MinRemaining with DEADLINE_EXCEEDED (error.data.layer = "boundary") and otherwise runs the
 // rest of the pipeline under a context bounded by the call's deadline and carrying the hop
-// budget (Reserve, MinRemaining) every target applies to its own hop.
+// budget (Reserve, MinRemaining) every target applies to its own hop. A context that ends
+// by the call's deadline already is not bounded again.
 func Deadline(cfg DeadlineConfig, now func() time.Time) gateway.Middleware {
 	cfg = cfg.WithDefaults()
 	budget := cfg.Budget()
@@ -129,7 +130,13 @@ func Deadline(cfg DeadlineConfig, now func() time.Time) gateway.Middleware {
 					With("remaining_ms", max(remaining.Milliseconds(), 0)).
 					With("min_remaining_ms", cfg.MinRemaining.Milliseconds())
 			}
-			ctx, cancel := context.WithDeadline(gateway.WithHopBudget(ctx, budget), call.Deadline)
+			ctx = gateway.WithHopBudgetFor(ctx, call, &budget)
+			if dl, ok := ctx.Deadline(); ok && !dl.After(call.Deadline) {
+				// ctx ends by the call's deadline already (a batch's members share their
+				// batch's deadline context): no context, and no timer, of the call's own.
+				return next(ctx, call)
+			}
+			ctx, cancel := context.WithDeadline(ctx, call.Deadline)
 			res, err := next(ctx, call)
 			if res != nil && res.Stream != nil {
 				res.Stream = gateway.AfterClose(res.Stream, cancel) // the stream runs under the deadline

@@ -41,7 +41,9 @@ func (f *Face) serveRPC(c *gin.Context) {
 		defer observability.EndHTTPSpan(span, w.Status)
 	}
 	w.Header().Set("X-Trace-Id", traceID)
-	ex, enc, ok := admit(rt, st, w, r, traceID)
+	x := new(exchange) // the request's exchange and deliveries, in one allocation
+	ex := &x.ex
+	enc, ok := admit(rt, st, w, r, traceID, ex)
 	if !ok {
 		return
 	}
@@ -54,12 +56,14 @@ func (f *Face) serveRPC(c *gin.Context) {
 		faces.WriteBodyError(w, f.log, err, p.MaxBodyBytes, traceID, enc)
 		return
 	}
-	events := newSSEWriter(r.Context(), w, st.SSE, st.WriteTimeout)
+	x.events = sseWriter{ctx: r.Context(), w: w, limits: st.SSE, timeout: st.WriteTimeout}
+	events := &x.events
 	defer events.close()
-	base := &delivery{w: w, events: events}
-	ex.Delivery = base
+	x.base = delivery{w: w, events: events}
+	ex.Delivery = &x.base
 	if sse.Accepts(r.Header.Get("Accept")) {
-		ex.Delivery = &sseDelivery{delivery: base}
+		x.sse = sseDelivery{delivery: &x.base}
+		ex.Delivery = &x.sse
 	}
 	outp := bodyPool.Get().(*[]byte)
 	defer bodyPool.Put(outp)
@@ -83,6 +87,15 @@ func (f *Face) serveRPC(c *gin.Context) {
 		}
 		faces.WriteResponse(rw, f.log, out, enc, traceID)
 	}
+}
+
+// exchange is what one POST /rpc keeps while its calls run: the exchange, the event
+// writer of its response and the deliveries the calls reach the caller through.
+type exchange struct {
+	ex     faces.Exchange
+	events sseWriter
+	base   delivery
+	sse    sseDelivery
 }
 
 // delivery is how the calls of a POST /rpc reach the caller beyond their responses: the
@@ -146,23 +159,23 @@ func (d *sseDelivery) Metadata(md map[string][]string) {
 // admit checks what can be checked before the body is read — media type, credentials,
 // the caller's deadline — and answers the request itself, in the request's encoding, when
 // one fails.
-func admit(rt Runtime, st Settings, w http.ResponseWriter, r *http.Request, traceID string) (*faces.Exchange, faces.Encoding, bool) {
+func admit(rt Runtime, st Settings, w http.ResponseWriter, r *http.Request, traceID string, ex *faces.Exchange) (faces.Encoding, bool) {
 	enc, ok := faces.MediaEncoding(r.Header.Get("Content-Type"))
 	if !ok {
 		faces.WriteHTTPError(w, http.StatusUnsupportedMediaType,
 			gateway.Errorf(schemas.CodeUnsupportedMedia, "Content-Type must be application/json or application/x-msgpack"), traceID, faces.EncodingJSON)
-		return nil, enc, false
+		return enc, false
 	}
 	principal, err := rt.Authenticator().Authenticate(r.Context(), faces.HTTPCredentials(r, gateway.ZoneExternal))
 	if err != nil {
 		faces.WriteChallenge(w, gateway.AsError(err), traceID, enc, "")
-		return nil, enc, false
+		return enc, false
 	}
 	callerMs, ok := faces.ParseDeadlineHeader(r.Header.Get("X-Deadline-Ms"))
 	if !ok {
 		faces.WriteHTTPError(w, http.StatusBadRequest,
 			gateway.Errorf(schemas.CodeInvalidRequest, "X-Deadline-Ms must be a positive integer (epoch milliseconds)"), traceID, enc)
-		return nil, enc, false
+		return enc, false
 	}
 	p := rt.Pipeline()
 	now := p.Now()
@@ -170,8 +183,9 @@ func admit(rt Runtime, st Settings, w http.ResponseWriter, r *http.Request, trac
 	// The response may be written until write_timeout after the deadline (or after now, for
 	// a deadline already past: its error still has to reach the caller).
 	_ = http.NewResponseController(w).SetWriteDeadline(faces.Latest(deadline, now).Add(st.WriteTimeout))
-	return &faces.Exchange{
+	*ex = faces.Exchange{
 		Principal: principal, Zone: gateway.ZoneExternal, Protocol: gateway.ProtocolHTTP, Deadline: deadline, TraceID: traceID,
 		CallerDeadline: callerMs > 0,
-	}, enc, true
+	}
+	return enc, true
 }

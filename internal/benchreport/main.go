@@ -339,6 +339,7 @@ func report(res *results, rows []ratioRow, svg string) string {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.def.title, r, r.def.meaning)
 	}
 	b.WriteString(tokenSection(res))
+	b.WriteString(allocSection(res))
 	fmt.Fprintf(&b, "\n![ratios](%s)\n\n## Medians\n\n| benchmark | runs | ns/op | B/op | allocs/op |\n|---|---:|---:|---:|---:|\n", svg)
 	for _, k := range res.order {
 		s := res.samples[k]

@@ -206,3 +206,44 @@ func countMeasured(rows []ratioRow, absolute bool) int {
 	}
 	return n
 }
+
+// TestAllocSection: each stage's added allocations and budget are the medians of what the
+// benchmark reports, a stage over its budget is marked, and the whole path's allocations
+// per call are listed; without those benchmarks there is no section.
+func TestAllocSection(t *testing.T) {
+	res, err := parse(strings.NewReader(`pkg: github.com/gatehouse-dev/gatehouse/server
+BenchmarkStageAllocs/base-2     	  100	  1000 ns/op	  8.000 budget-allocs	  6.000 stage-allocs	  712 B/op	  6 allocs/op
+BenchmarkStageAllocs/base-2     	  100	  1000 ns/op	  8.000 budget-allocs	  5.000 stage-allocs	  712 B/op	  5 allocs/op
+BenchmarkStageAllocs/base-2     	  100	  1000 ns/op	  8.000 budget-allocs	  7.000 stage-allocs	  712 B/op	  7 allocs/op
+BenchmarkStageAllocs/deadline-2 	  100	  1000 ns/op	  2.000 budget-allocs	  4.000 stage-allocs	  984 B/op	 10 allocs/op
+BenchmarkGRPCEndToEnd/gateway-2 	  100	  9000 ns/op	  20000 B/op	  250 allocs/op
+BenchmarkGRPCEndToEnd/gateway-2 	  100	  9000 ns/op	  20000 B/op	  270 allocs/op
+BenchmarkGRPCEndToEnd/gateway-2 	  100	  9000 ns/op	  20000 B/op	  260 allocs/op
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := allocSection(res)
+	for _, want := range []string{
+		"| base | 6.0 | 8 | 6 |",
+		"| deadline | 4.0 (over budget) | 2 | 10 |",
+		"| " + wholePathAllocs[0].title + " | 260 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("section lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, wholePathAllocs[1].title) {
+		t.Errorf("a benchmark that did not run is listed:\n%s", md)
+	}
+	if !strings.Contains(report(res, ratios(res), "x.svg"), "## Allocations per small call") {
+		t.Error("the report lacks the section")
+	}
+	none, err := parse(strings.NewReader("pkg: github.com/gatehouse-dev/gatehouse/x\nBenchmarkA-2 1 10 ns/op\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := allocSection(none); s != "" {
+		t.Errorf("section without the benchmarks: %q", s)
+	}
+}

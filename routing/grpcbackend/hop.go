@@ -3,8 +3,6 @@ package grpcbackend
 import (
 	"context"
 
-	"google.golang.org/grpc/metadata"
-
 	"github.com/gatehouse-dev/gatehouse/gateway"
 )
 
@@ -14,14 +12,12 @@ var _ gateway.HopAuthenticated = (*Backend)(nil)
 // as its downstream_token section says, with the backend's name as the default audience.
 func (b *Backend) HopAuth(*gateway.Call) gateway.HopAuth { return b.hop }
 
-// appendHopCredential adds the hop credential the dispatch put in ctx to md as
-// "authorization: Bearer <token>". A backend whose mode is none gets nothing, whatever ctx
-// carries.
-func (b *Backend) appendHopCredential(ctx context.Context, md metadata.MD) {
+// hopCredential is the hop credential the dispatch put in ctx, sent as
+// "authorization: Bearer <token>"; "" for none. A backend whose mode is none gets nothing,
+// whatever ctx carries.
+func (b *Backend) hopCredential(ctx context.Context) string {
 	if b.hop.Mode == gateway.HopNone {
-		return
+		return ""
 	}
-	if tok := gateway.HopToken(ctx); tok != "" {
-		md.Append("authorization", "Bearer "+tok)
-	}
+	return gateway.HopToken(ctx)
 }

@@ -18,7 +18,39 @@ import (
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
-var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+// unary is what one unary RPC needs besides its context: the request and response frames,
+// the header, trailer and peer grpc-go reports, the call options pointing at them and the
+// request's wire bytes. Kept in a pool: the options take their fields' addresses, which
+// would otherwise move each of them to the heap on every call.
+type unary struct {
+	req, resp       frame
+	header, trailer metadata.MD
+	sentTo          peer.Peer
+	opts            [4]grpc.CallOption
+	buf             []byte
+}
+
+// maxPooledFrame bounds the request buffer a pooled unary keeps: a large request's buffer
+// is left to the GC rather than held by the pool.
+const maxPooledFrame = 64 << 10
+
+// forceRaw is the call option of every unary RPC, made once (it holds an interface).
+var forceRaw = grpc.ForceCodecV2(rawCodec{})
+
+var unaryPool = sync.Pool{New: func() any {
+	u := &unary{buf: make([]byte, 0, 512)}
+	u.opts = [4]grpc.CallOption{forceRaw, grpc.Header(&u.header), grpc.Trailer(&u.trailer), grpc.Peer(&u.sentTo)}
+	return u
+}}
+
+// release returns u to the pool, dropping what the RPC left in it.
+func (u *unary) release() {
+	u.req, u.resp, u.header, u.trailer, u.sentTo = frame{}, frame{}, nil, nil, peer.Peer{}
+	if cap(u.buf) > maxPooledFrame {
+		u.buf = make([]byte, 0, 512)
+	}
+	unaryPool.Put(u)
+}
 
 // Invoke implements gateway.Target: params are transcoded to the request message, the RPC
 // runs with the call's deadline less the reserve, and the response is transcoded back.
@@ -39,10 +71,10 @@ func (b *Backend) Invoke(ctx context.Context, call *gateway.Call) (_ *gateway.Re
 		return b.invokeStreaming(ctx, call, m)
 	}
 	obs := gateway.ObserverFrom(ctx)
-	bufp := framePool.Get().(*[]byte)
-	defer framePool.Put(bufp)
-	req, err := m.encode(obs, (*bufp)[:0], call.Params)
-	*bufp = req[:0]
+	u := unaryPool.Get().(*unary)
+	defer u.release()
+	req, err := m.encode(obs, u.buf[:0], call.Params)
+	u.buf = req[:0]
 	if err != nil {
 		return nil, paramsError(err)
 	}
@@ -53,20 +85,17 @@ func (b *Backend) Invoke(ctx context.Context, call *gateway.Call) (_ *gateway.Re
 		return nil, herr
 	}
 	defer cancel()
-	var resp frame
-	var header, trailer metadata.MD
-	var sentTo peer.Peer
-	err = b.conn.Invoke(ctx, m.path, &frame{data: req}, &resp,
-		grpc.ForceCodecV2(rawCodec{}), grpc.Header(&header), grpc.Trailer(&trailer), grpc.Peer(&sentTo))
+	u.req.data = req
+	err = b.conn.Invoke(ctx, m.path, &u.req, &u.resp, u.opts[:]...)
 	if err != nil {
-		return nil, b.statusError(err, header, trailer, sentTo.Addr != nil)
+		return nil, b.statusError(err, u.header, u.trailer, u.sentTo.Addr != nil)
 	}
-	out, err := m.decode(obs, resp.data)
+	out, err := m.decode(obs, u.resp.data)
 	if err != nil {
 		return nil, gateway.Errorf(schemas.CodeInternal, "The backend's response could not be transcoded").
 			With("backend", b.cfg.Name).Wrap(err)
 	}
-	return &gateway.Result{Value: out, Metadata: b.surfaced(header, trailer)}, nil
+	return &gateway.Result{Value: out, Metadata: b.surfaced(u.header, u.trailer)}, nil
 }
 
 // callContext bounds the RPC by the call's deadline less the reserve and carries the
@@ -83,21 +112,35 @@ func (b *Backend) callContext(ctx context.Context, call *gateway.Call) (context.
 			return nil, nil, err.With("backend", b.cfg.Name)
 		}
 	}
-	md := metadata.Pairs("x-request-id", call.TraceID)
-	if !injectTrace(ctx, md) && len(call.TraceID) == 32 { // untraced: the call's trace id, a new span id
-		md.Append("traceparent", traceparent(call.TraceID))
-	}
-	if !call.ID.IsZero() {
-		md.Append("x-jsonrpc-id", call.ID.Raw())
-	}
-	b.appendHopCredential(ctx, md)
-	ctx = metadata.NewOutgoingContext(ctx, md)
+	ctx = metadata.NewOutgoingContext(ctx, b.callMetadata(ctx, call))
 	if bounded {
 		ctx, cancel := context.WithDeadline(ctx, hop)
 		return ctx, cancel, nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	return ctx, cancel, nil
+}
+
+// callMetadata is the outgoing metadata of call: x-request-id, the trace context, the
+// JSON-RPC id and the hop credential. Its values share one backing array.
+func (b *Backend) callMetadata(ctx context.Context, call *gateway.Call) metadata.MD {
+	md := make(metadata.MD, 4)
+	vals := make([]string, 0, 4)
+	add := func(k, v string) {
+		vals = append(vals, v)
+		md[k] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
+	add("x-request-id", call.TraceID)
+	if !injectTrace(ctx, md) && len(call.TraceID) == 32 { // untraced: the call's trace id, a new span id
+		add("traceparent", traceparent(call.TraceID))
+	}
+	if !call.ID.IsZero() {
+		add("x-jsonrpc-id", call.ID.Raw())
+	}
+	if tok := b.hopCredential(ctx); tok != "" {
+		add("authorization", "Bearer "+tok)
+	}
+	return md
 }
 
 // budget is the call's hop budget with this backend's own deadline_reserve, when it has
@@ -114,7 +157,15 @@ func (b *Backend) budget(ctx context.Context) gateway.HopBudget {
 func traceparent(traceID string) string {
 	var span [8]byte
 	binary.BigEndian.PutUint64(span[:], rand.Uint64()|1) //nolint:gosec // span ids must be unique, not secret
-	return "00-" + traceID + "-" + hex.EncodeToString(span[:]) + "-01"
+	// 00-<32 hex>-<16 hex>-01, written in place: one allocation, the string
+	var tp [55]byte
+	n := copy(tp[:], "00-")
+	n += copy(tp[n:], traceID)
+	tp[n] = '-'
+	n++
+	n += hex.Encode(tp[n:], span[:])
+	copy(tp[n:], "-01")
+	return string(tp[:])
 }
 
 func (b *Backend) unavailable() *gateway.Error {
