@@ -90,11 +90,16 @@ type Server struct {
 	// shut down at the end (tracing.go). Under reloadMu.
 	tracing *observability.SharedTracing
 
-	serving  atomic.Bool
-	draining atomic.Bool
-	http     *httprpc.Face    // the JSON-RPC face over HTTP, whose router the boundary serves
-	ws       *ws.Face         // the JSON-RPC face over WebSocket
-	fresh    faces.FreshConns // boundary connections without a request yet, closed at drain
+	serving atomic.Bool
+	// servingSince is when Run started serving (Unix ns) and settled is set once every
+	// target has been up: until then, or server.reload.ready_timeout after the start,
+	// readiness wants every target up (settling).
+	servingSince atomic.Int64
+	settled      atomic.Bool
+	draining     atomic.Bool
+	http         *httprpc.Face    // the JSON-RPC face over HTTP, whose router the boundary serves
+	ws           *ws.Face         // the JSON-RPC face over WebSocket
+	fresh        faces.FreshConns // boundary connections without a request yet, closed at drain
 }
 
 // New builds the runtime for cfg and binds the boundary and admin listeners, so that
@@ -141,7 +146,7 @@ func New(cfg *Config, opts Options) (*Server, error) {
 		ReadHeaderTimeout: b.ReadHeaderTimeout,
 		ReadTimeout:       b.ReadTimeout,
 		IdleTimeout:       b.IdleTimeout,
-		MaxHeaderBytes:    b.MaxHeaderBytes,
+		MaxHeaderBytes:    httpMaxHeaderBytes(b.MaxHeaderBytes),
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	s.admin = &http.Server{
@@ -203,7 +208,7 @@ func newServer(cfg *Config, opts Options) (_ *Server, err error) {
 		return nil, fmt.Errorf("building configuration: %w", err)
 	}
 	undo = append(undo, s.closeTracing)
-	rt, err := buildRuntime(cfg, nil, s.process())
+	rt, err := buildRuntime(cfg, nil, s.process(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("building configuration: %w", err)
 	}
@@ -327,6 +332,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer func() { stopHealth(); <-healthDone }()
 	demoDone := s.startDemo()
 	defer demoDone()
+	s.servingSince.Store(time.Now().UnixNano())
 	s.serving.Store(true)
 	s.log.Info("serving", "boundary", s.BoundaryAddr().String(), "admin", s.AdminAddr().String(), "internal", addrString(s.InternalAddr()))
 
