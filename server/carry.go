@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -41,7 +42,7 @@ func (rt *runtime) mcpTarget() *mcpbackend.Target {
 func (rt *runtime) grpcBackend(cfg grpcbackend.Config, log *slog.Logger, now func() time.Time) (*grpcbackend.Backend, error) {
 	if rt != nil {
 		for _, t := range rt.table.Targets() {
-			if b, ok := t.(*grpcbackend.Backend); ok && b.Name() == cfg.Name && b.Carries(cfg) {
+			if b, ok := t.(renewable); ok && t.Name() == cfg.Name && b.Carries(cfg) {
 				if nb, err := b.Renew(log, now); err == nil {
 					return nb, nil
 				}
@@ -49,6 +50,18 @@ func (rt *runtime) grpcBackend(cfg grpcbackend.Config, log *slog.Logger, now fun
 		}
 	}
 	return grpcbackend.New(cfg, log, now)
+}
+
+// renewable is a gRPC backend a reload can renew over its connection.
+type renewable interface {
+	Carries(grpcbackend.Config) bool
+	Renew(*slog.Logger, func() time.Time) (*grpcbackend.Backend, error)
+}
+
+// upstreams is a target made of upstreams whose health it reports one by one, under the
+// names of their backends (the MCP bridge: "mcp/<name>").
+type upstreams interface {
+	UpstreamHealth() map[string]error
 }
 
 // breakers returns the breakers of the pipeline being built: the replaced runtime's, with
@@ -67,10 +80,8 @@ func (p pipelineParams) breakers() *resilience.Breakers {
 func (rt *runtime) health(ctx context.Context) map[string]error {
 	out := make(map[string]error)
 	for _, t := range rt.table.Targets() {
-		if mt, ok := t.(*mcpbackend.Target); ok {
-			for name, err := range mt.UpstreamHealth() {
-				out[mcpbackend.BackendPrefix+name] = err
-			}
+		if u, ok := t.(upstreams); ok {
+			maps.Copy(out, u.UpstreamHealth())
 			continue
 		}
 		if r, ok := t.(gateway.Readier); ok {

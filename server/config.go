@@ -92,7 +92,7 @@ type ServerConfig struct {
 	// WatchConfig reloads the configuration when its file changes (default true).
 	WatchConfig *bool `yaml:"watch_config" json:"watch_config,omitempty"`
 	// Reload is how a reload hands over to the new configuration (reload.go).
-	Reload ReloadConfig `yaml:"reload" json:"reload,omitempty"`
+	Reload ReloadConfig `yaml:"reload" json:"reload,omitzero"`
 	// Readiness is when /readyz says this replica can serve (ReadinessAny, the default, or
 	// ReadinessAll); draining, starting or an unreachable state store is never ready.
 	Readiness string `yaml:"readiness" json:"readiness,omitempty"`

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/cmd/gatehouse/internal/hangup"
 	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/server"
@@ -118,11 +119,10 @@ func serve(args []string, stderr io.Writer) int {
 		return 2
 	}
 	// The signals are caught before anything is built: a SIGHUP's default action ends the
-	// process (exit 129), and one sent while the server starts is a reload asked for — it
-	// waits in hup and runs once the server is up. SIGTERM in that time stops it cleanly.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	// process (exit 129), so it is caught from the process's start (package hangup), and
+	// one sent while the server starts is a reload asked for — it waits in hangup.C and
+	// runs once the server is up. SIGTERM in that time stops it cleanly.
+	defer hangup.Stop()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	cfg, err := loadConfig(*file)
@@ -145,7 +145,7 @@ func serve(args []string, stderr io.Writer) int {
 		return 1
 	}
 
-	go reloadOnHangup(ctx, srv, *file, hup, logger)
+	go reloadOnHangup(ctx, srv, *file, hangup.C, logger)
 	if *file != "" {
 		srv.MarkLoaded(*file)
 		if cfg.WatchEnabled() {

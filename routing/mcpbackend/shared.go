@@ -133,19 +133,20 @@ func (t *Target) Shared() map[string]int {
 	return out
 }
 
-// UpstreamHealth reports each upstream of t's bridge by name: nil when it has a live
-// session and its catalog is in, else why not (the per-target detail of readiness).
+// UpstreamHealth reports each upstream of t's bridge by its backend's name
+// (BackendPrefix + its name): nil when it has a live session and its catalog is in, else
+// why not (the per-target detail of readiness).
 func (t *Target) UpstreamHealth() map[string]error {
 	out := make(map[string]error, len(t.b.ups))
 	for _, u := range t.b.ups {
 		st := u.status()
 		switch {
 		case st.Live == 0:
-			out[st.Name] = fmt.Errorf("mcp upstream %q: %s", st.Name, st.Reason)
+			out[BackendPrefix+st.Name] = fmt.Errorf("mcp upstream %q: %s", st.Name, st.Reason)
 		case !u.isLoaded():
-			out[st.Name] = fmt.Errorf("mcp upstream %q: catalog not loaded yet", st.Name)
+			out[BackendPrefix+st.Name] = fmt.Errorf("mcp upstream %q: catalog not loaded yet", st.Name)
 		default:
-			out[st.Name] = nil
+			out[BackendPrefix+st.Name] = nil
 		}
 	}
 	return out
