@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -30,6 +31,7 @@ func TestEarlySIGHUPDoesNotKill(t *testing.T) {
 			cmd := exec.Command(binary, append([]string{"serve", "--boundary-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--internal-addr", "127.0.0.1:0"}, tt.args...)...)
 			stderr := &lockedBuffer{}
 			cmd.Stderr = stderr
+			cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -40,12 +42,13 @@ func TestEarlySIGHUPDoesNotKill(t *testing.T) {
 				<-exited
 			}()
 			p := &process{cmd: cmd, stderr: stderr}
-			// A SIGHUP every millisecond from 10 ms to 200 ms after the start: while the
-			// packages initialise (main runs some 100 ms in, in a race-built binary) and the
-			// server is built. The first 2 ms or so, before the Go runtime and the hangup
-			// package have set up, no program can guard.
-			time.Sleep(10 * time.Millisecond)
-			for start := time.Now(); time.Since(start) < 190*time.Millisecond; time.Sleep(time.Millisecond) {
+			// A SIGHUP every millisecond for 200 ms, from the moment the hangup package has
+			// initialised (GODEBUG=inittrace=1 has the runtime log each package's init):
+			// while the 300-odd other packages initialise (main runs some 100 ms in, in a
+			// race-built binary) and the server is built. Before that — the runtime starting
+			// and the first few packages, about 2 ms — no program can guard.
+			waitForOutput(t, stderr, "init github.com/gatehouse-dev/gatehouse/cmd/gatehouse/internal/hangup ")
+			for start := time.Now(); time.Since(start) < 200*time.Millisecond; time.Sleep(time.Millisecond) {
 				if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 					break
 				}
@@ -75,5 +78,17 @@ func TestEarlySIGHUPDoesNotKill(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			}
 		})
+	}
+}
+
+// waitForOutput waits until out holds want.
+func waitForOutput(t *testing.T, out *lockedBuffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in:\n%s", want, out.String())
+		}
+		time.Sleep(100 * time.Microsecond)
 	}
 }
