@@ -27,6 +27,9 @@ type Gauges struct {
 	// ApprovalsPending is the calls waiting for an operator's approval
 	// (gatehouse_approvals_pending); negative without an approval stage.
 	ApprovalsPending int
+	// TargetUp is each target's health by name — a gRPC backend, an MCP upstream
+	// ("mcp:<name>") —, 1 when it can serve and 0 when not (gatehouse_target_up{target}).
+	TargetUp map[string]int
 }
 
 // SetGauges sets the function read at every scrape for the values of Gauges; it must be
@@ -49,6 +52,8 @@ var (
 		"The global adaptive concurrency limit.", nil, nil)
 	descApprovals = prometheus.NewDesc("gatehouse_approvals_pending",
 		"Calls waiting for an operator's approval.", nil, nil)
+	descTargetUp = prometheus.NewDesc("gatehouse_target_up",
+		"Whether a target (gRPC backend, MCP upstream) can serve: 1 up, 0 down.", []string{"target"}, nil)
 )
 
 // gaugeCollector exports Gauges at scrape time.
@@ -56,7 +61,7 @@ type gaugeCollector struct{ m *Metrics }
 
 // Describe implements prometheus.Collector.
 func (gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descBreaker, descMCPServers, descQueueDepth, descAdmissionLimit, descApprovals} {
+	for _, d := range []*prometheus.Desc{descBreaker, descMCPServers, descQueueDepth, descAdmissionLimit, descApprovals, descTargetUp} {
 		ch <- d
 	}
 }
@@ -76,6 +81,7 @@ func (c gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	labelled(descBreaker, g.Breakers)
 	labelled(descMCPServers, g.MCPServers)
 	labelled(descQueueDepth, g.QueueDepth)
+	labelled(descTargetUp, g.TargetUp)
 	if g.AdmissionLimit >= 0 {
 		ch <- prometheus.MustNewConstMetric(descAdmissionLimit, prometheus.GaugeValue, g.AdmissionLimit)
 	}

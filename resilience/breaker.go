@@ -28,9 +28,10 @@ const (
 // BackendOf), made at the backend's first call with the settings BreakersConfig.For gives
 // it. Safe for concurrent use.
 //
-// The breakers observe the backend through the calls of this process; a new configuration
-// has a new set, whose breakers start closed (a reload builds the targets anew too: new
-// connections, new MCP server processes).
+// The breakers observe the backend through the calls of this process; a reload that leaves
+// the breakers section unchanged keeps the set, with its state (the server carries it
+// over, as it carries over unchanged targets); a changed section makes a new set, whose
+// breakers start closed.
 //
 // Time is the process clock (time.Now), as for context deadlines: gobreaker reads it.
 type Breakers struct {

@@ -100,6 +100,11 @@ type BuildOptions struct {
 	// Demo builds the target of routing.demo (the server passes demo.NewSpec); Build routes
 	// DemoMethods to it. It must be set when routing.demo is.
 	Demo func(DemoConfig) gateway.Target
+	// GRPC, when set, returns the backend for one routing.grpc entry instead of
+	// grpcbackend.New: the server hands an unchanged backend of the previous configuration
+	// over on a reload (shared, not reconnected). Build closes what it returns if the
+	// table cannot be built, like what it makes itself.
+	GRPC func(grpcbackend.Config, *slog.Logger, func() time.Time) (*grpcbackend.Backend, error)
 }
 
 // DemoMethods returns the methods of the built-in demo target, in the order Build adds
@@ -157,8 +162,12 @@ func Build(cfg Config, opts BuildOptions) (tb *Table, err error) {
 			return tb, fmt.Errorf("routing mcp: %w", err)
 		}
 	}
+	newGRPC := opts.GRPC
+	if newGRPC == nil {
+		newGRPC = grpcbackend.New
+	}
 	for _, bc := range cfg.GRPC {
-		b, err := grpcbackend.New(bc, opts.Logger, opts.Now)
+		b, err := newGRPC(bc, opts.Logger, opts.Now)
 		if err != nil {
 			return tb, fmt.Errorf("routing grpc: %w", err)
 		}

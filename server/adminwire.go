@@ -27,7 +27,7 @@ var (
 
 // Acquire implements adminface.Gateway.
 func (g adminGateway) Acquire() adminface.Runtime {
-	return adminRuntime{runtime: g.s.acquire(), kv: g.s.kv}
+	return adminRuntime{runtime: g.s.acquire(), kv: g.s.kv, s: g.s}
 }
 
 // Serving implements adminface.Gateway.
@@ -84,10 +84,15 @@ type adminRuntime struct {
 	*runtime
 
 	kv state.KV
+	s  *Server
 }
 
-// Ready implements adminface.Runtime.
-func (r adminRuntime) Ready(ctx context.Context) map[string]string { return r.ready(ctx) }
+// Health implements adminface.Runtime: each target's health, under server.readiness — or,
+// while the gateway starts, under "all" (settling).
+func (r adminRuntime) Health(ctx context.Context) adminface.Health {
+	h := r.health(ctx)
+	return adminface.Health{Targets: h, All: r.cfg.Server.Readiness == ReadinessAll || r.s.settling(h, r.cfg.Server.Reload.ReadyTimeout)}
+}
 
 // TrippedBreakers implements adminface.Runtime.
 func (r adminRuntime) TrippedBreakers() []resilience.BreakerState { return r.breakers.Tripped() }

@@ -16,6 +16,7 @@ type pipelineParams struct {
 	cfg   *Config
 	pol   runtimePolicy // the configuration's compiled policy
 	table *routing.Table
+	prev  *runtime // the runtime replaced, nil at start: unchanged breakers are kept (carry.go)
 }
 
 // built are the parts of a pipeline the runtime reads besides running calls through it:
@@ -41,7 +42,7 @@ type built struct {
 func pipeline(p pipelineParams) (gateway.Handler, built) {
 	cfg, m := p.cfg, p.m
 	traced := cfg.Tracing != nil
-	parts := built{breakers: resilience.NewBreakers(cfg.Breakers), admission: newAdmission(p)}
+	parts := built{breakers: p.breakers(), admission: newAdmission(p)}
 	return gateway.Chain(routing.Dispatch,
 		// metrics: above everything, so every outcome is counted — refusals of the stages
 		// below included — with the call's whole time in the pipeline; gives the targets

@@ -92,7 +92,28 @@ type ServerConfig struct {
 	ShutdownGrace time.Duration `yaml:"shutdown_grace" json:"shutdown_grace,omitempty"`
 	// WatchConfig reloads the configuration when its file changes (default true).
 	WatchConfig *bool `yaml:"watch_config" json:"watch_config,omitempty"`
+	// Reload is how a reload hands over to the new configuration (reload.go).
+	Reload ReloadConfig `yaml:"reload" json:"reload,omitzero"`
+	// Readiness is when /readyz says this replica can serve (ReadinessAny, the default, or
+	// ReadinessAll); draining, starting or an unreachable state store is never ready.
+	Readiness string `yaml:"readiness" json:"readiness,omitempty"`
 }
+
+// ReloadConfig is the server.reload section.
+type ReloadConfig struct {
+	// ReadyTimeout bounds how long a reload waits for the new configuration's targets to
+	// be ready before it takes traffic (default 30s); one still not ready then, that is
+	// ready in the configuration serving, refuses the reload.
+	ReadyTimeout time.Duration `yaml:"ready_timeout" json:"ready_timeout,omitempty"`
+}
+
+// Readiness rules (server.readiness).
+const (
+	// ReadinessAny: ready while at least one target can serve (or there are none).
+	ReadinessAny = "any"
+	// ReadinessAll: ready only while every target can serve.
+	ReadinessAll = "all"
+)
 
 // BoundaryConfig is the external JSON-RPC listener.
 type BoundaryConfig struct {
@@ -156,12 +177,16 @@ type DemoGRPCConfig struct {
 
 // Defaults for every limit.
 const (
-	DefaultBoundaryAddr      = "127.0.0.1:8080"
-	DefaultAdminAddr         = "127.0.0.1:9901"
-	DefaultPprofScope        = "admin.pprof"
-	DefaultShutdownGrace     = 20 * time.Second
-	DefaultMaxConnections    = 10000
-	DefaultMaxHeaderBytes    = 16 << 10
+	DefaultBoundaryAddr       = "127.0.0.1:8080"
+	DefaultAdminAddr          = "127.0.0.1:9901"
+	DefaultPprofScope         = "admin.pprof"
+	DefaultShutdownGrace      = 20 * time.Second
+	DefaultReloadReadyTimeout = 30 * time.Second
+	DefaultMaxConnections     = 10000
+	DefaultMaxHeaderBytes     = 16 << 10
+	// MinMaxHeaderBytes is the smallest server.boundary.max_header_bytes that can be
+	// enforced exactly (httpMaxHeaderBytes).
+	MinMaxHeaderBytes        = httpHeaderSlop + 1
 	DefaultReadHeaderTimeout = 5 * time.Second
 	DefaultReadTimeout       = 30 * time.Second
 	DefaultWriteTimeout      = 10 * time.Second
@@ -183,6 +208,8 @@ func (c *Config) applyDefaults() {
 		}
 	}
 	setDefault(&s.ShutdownGrace, DefaultShutdownGrace)
+	setDefault(&s.Reload.ReadyTimeout, DefaultReloadReadyTimeout)
+	setDefault(&s.Readiness, ReadinessAny)
 	setDefault(&s.Boundary.MaxConnections, DefaultMaxConnections)
 	setDefault(&s.Boundary.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	setDefault(&s.Boundary.ReadHeaderTimeout, DefaultReadHeaderTimeout)
@@ -223,6 +250,15 @@ func (c *Config) validate(doc *config.Document) (compiled, config.ErrorList) {
 	}
 	if c.Server.DemoGRPC != nil {
 		addrs["server.demo_grpc.addr"] = c.Server.DemoGRPC.Addr
+	}
+	if r := c.Server.Readiness; r != ReadinessAny && r != ReadinessAll {
+		bad("server.readiness", "must be %q or %q", ReadinessAny, ReadinessAll)
+	}
+	if n := c.Server.Boundary.MaxHeaderBytes; n < MinMaxHeaderBytes {
+		bad("server.boundary.max_header_bytes", "must be at least %d (net/http reads headers in blocks of 4 KiB)", MinMaxHeaderBytes)
+	}
+	if c.Server.Reload.ReadyTimeout < 0 {
+		bad("server.reload.ready_timeout", "must not be negative")
 	}
 	for path, addr := range addrs {
 		if _, _, err := net.SplitHostPort(addr); err != nil {

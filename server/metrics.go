@@ -50,6 +50,12 @@ func (s *Server) gauges() observability.Gauges {
 	if mt := rt.table.MCP(); mt != nil {
 		g.MCPServers = mt.Connected()
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeStoreTimeout)
+	defer cancel()
+	g.TargetUp = make(map[string]int)
+	for name, err := range rt.health(ctx) {
+		g.TargetUp[name] = boolInt(err == nil)
+	}
 	return g
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,8 +16,13 @@ import (
 )
 
 // Reload builds a runtime for cfg beside the current one and swaps it in atomically.
-// Calls already running finish on the old runtime, which is closed when the last of them
-// ends. If cfg cannot be built, the current runtime keeps serving and the error is returned.
+// What cfg leaves unchanged is carried over (carry.go): MCP upstreams are shared, not
+// restarted, gRPC backends keep their connection, breakers their state. The swap waits,
+// up to server.reload.ready_timeout, until every target ready in the current runtime is
+// ready in the new one; one still not ready then refuses the reload. Calls already
+// running finish on the old runtime, which is closed when the last of them ends (what it
+// shares with the new one stays open). If cfg cannot be built, the current runtime keeps
+// serving and the error is returned.
 // Listener settings cannot change without a restart; a difference is logged. The key ring
 // (auth.keyring) is opened anew beside the old one, which is closed once the new one serves.
 // The tracer provider is rebuilt only when the tracing section changed; the old one is
@@ -40,13 +46,20 @@ func (s *Server) reloadLocked(cfg *Config, pre *compiled) error {
 	if s.demoLn != nil && demoOnFreePort(cfg) {
 		demo.PointRoutes(cfg.Routing.GRPC, cfg.Server.DemoGRPC.Addr, s.demoLn.Addr().String())
 	}
-	rt, err := buildRuntime(cfg, pre, s.process())
+	rt, err := buildRuntime(cfg, pre, s.process(), s.cur.Load())
 	if err != nil {
 		tr.Drop()
 		return fmt.Errorf("building configuration: %w", err)
 	}
 	rt.trace = tr.Hold()
 	rt.pipe = newPipeline(rt)
+	// The new runtime takes traffic only once what serves in the old one serves in it too
+	// (carry.go); until then the old one keeps serving.
+	if err := awaitReady(context.Background(), rt, s.cur.Load(), cfg.Server.Reload.ReadyTimeout); err != nil {
+		rt.retire()
+		tr.Drop()
+		return fmt.Errorf("building configuration: %w", err)
+	}
 	ring, err := s.openKeyRing(cfg.Auth.KeyRing)
 	if err != nil {
 		rt.retire()
@@ -136,17 +149,27 @@ func (s *Server) MarkLoaded(path string) {
 const watchDebounce = 100 * time.Millisecond
 
 // Watch reloads the configuration file at path whenever it changes, until ctx is done.
-// It watches the file's directory, so editors that replace the file and Kubernetes
-// ConfigMap updates (a symlink swap) are seen too.
+// Only the file itself counts: it is watched through its directory, so that editors that
+// replace it and Kubernetes ConfigMap updates (the "..data" symlink swapped to a new
+// folder) are seen, but events of other files in the folder are ignored — a neighbour
+// written often neither delays a reload nor re-refuses an invalid file.
 func (s *Server) Watch(ctx context.Context, path string) error {
+	return watchFile(ctx, path, s.log, func() { _ = s.reloadFile(path, false) })
+}
+
+// watchFile calls changed, from its own goroutine, once per burst of events that may
+// have changed the file at path (watchDebounce after the last), until ctx is done.
+func watchFile(ctx context.Context, path string, log *slog.Logger, changed func()) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watching config: %w", err)
 	}
 	defer func() { _ = w.Close() }()
+	path = filepath.Clean(path)
 	if err := w.Add(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("watching config: %w", err)
 	}
+	target := resolved(path)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -161,16 +184,41 @@ func (s *Server) Watch(ctx context.Context, path string) error {
 			if ev.Has(fsnotify.Chmod) && !ev.Has(fsnotify.Write) {
 				continue
 			}
-			timer.Reset(watchDebounce)
+			now := resolved(path)
+			if concernsFile(path, ev.Name) || now != target {
+				target = now
+				timer.Reset(watchDebounce)
+			}
 		case err, ok := <-w.Errors:
 			if !ok {
 				return nil
 			}
-			s.log.Warn("config watcher", "err", err)
+			log.Warn("config watcher", "err", err)
 		case <-timer.C:
-			_ = s.reloadFile(path, false)
+			changed()
 		}
 	}
+}
+
+// configMapData is the symlink a Kubernetes ConfigMap volume swaps on every update.
+const configMapData = "..data"
+
+// concernsFile reports whether an event on name, in the folder of the configuration file
+// path, may change that file: an event on the file itself, or the ConfigMap's data link
+// swapped.
+func concernsFile(path, name string) bool {
+	name = filepath.Clean(name)
+	return name == path || (filepath.Dir(name) == filepath.Dir(path) && filepath.Base(name) == configMapData)
+}
+
+// resolved is path with every symlink resolved ("" when it cannot be): a file mounted
+// from a ConfigMap resolves to a new folder after each update.
+func resolved(path string) string {
+	r, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return ""
+	}
+	return r
 }
 
 // sameListeners reports whether two server sections bind the same listeners the same way.

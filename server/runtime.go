@@ -88,8 +88,10 @@ func (s *Server) process() process {
 }
 
 // buildRuntime builds a runtime from cfg on the process p, with what validating cfg
-// compiled (pre; nil when it was not validated here: then it is compiled now).
-func buildRuntime(cfg *Config, pre *compiled, p process) (*runtime, error) {
+// compiled (pre; nil when it was not validated here: then it is compiled now). On a
+// reload, prev is the runtime serving: what cfg leaves unchanged is carried over from it
+// (carry.go); nil at start.
+func buildRuntime(cfg *Config, pre *compiled, p process, prev *runtime) (*runtime, error) {
 	log, now, m := p.log, p.now, p.m
 	var routes *mcpbackend.RouteBackends
 	if mc := cfg.Routing.MCP; mc != nil {
@@ -104,8 +106,9 @@ func buildRuntime(cfg *Config, pre *compiled, p process) (*runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	table, err := routing.Build(cfg.Routing, routing.BuildOptions{Logger: log, Now: now, MCP: append(routes.Options(), mcpbackend.WithSessionStarted(m.UpstreamStarted)),
-		Demo: func(c routing.DemoConfig) gateway.Target { return demo.NewSpec(c) }})
+	table, err := routing.Build(cfg.Routing, routing.BuildOptions{Logger: log, Now: now,
+		MCP:  append(routes.Options(), mcpbackend.WithSessionStarted(m.UpstreamStarted), mcpbackend.CarryOver(prev.mcpTarget())),
+		Demo: func(c routing.DemoConfig) gateway.Target { return demo.NewSpec(c) }, GRPC: prev.grpcBackend})
 	if err != nil {
 		return nil, errors.Join(err, authn.Close())
 	}
@@ -115,7 +118,7 @@ func buildRuntime(cfg *Config, pre *compiled, p process) (*runtime, error) {
 		}
 	}
 	pol := policyOf(cfg, pre)
-	handler, parts := pipeline(pipelineParams{process: p, cfg: cfg, pol: pol, table: table})
+	handler, parts := pipeline(pipelineParams{process: p, cfg: cfg, pol: pol, table: table, prev: prev})
 	rt := &runtime{
 		cfg:        cfg,
 		handler:    handler,

@@ -90,12 +90,17 @@ type Server struct {
 	// shut down at the end (tracing.go). Under reloadMu.
 	tracing *observability.SharedTracing
 
-	serving  atomic.Bool
-	draining atomic.Bool
-	http     *httprpc.Face    // the JSON-RPC face over HTTP, whose router the boundary serves
-	ws       *ws.Face         // the JSON-RPC face over WebSocket
-	fresh    faces.FreshConns // boundary connections without a request yet, closed at drain
-	tls      listenersTLS     // the listeners' TLS sources (tls.go)
+	serving atomic.Bool
+	// servingSince is when Run started serving (Unix ns) and settled is set once every
+	// target has been up: until then, or server.reload.ready_timeout after the start,
+	// readiness wants every target up (settling).
+	servingSince atomic.Int64
+	settled      atomic.Bool
+	draining     atomic.Bool
+	http         *httprpc.Face    // the JSON-RPC face over HTTP, whose router the boundary serves
+	ws           *ws.Face         // the JSON-RPC face over WebSocket
+	fresh        faces.FreshConns // boundary connections without a request yet, closed at drain
+	tls          listenersTLS     // the listeners' TLS sources (tls.go)
 }
 
 // New builds the runtime for cfg and binds the boundary and admin listeners, so that
@@ -146,7 +151,7 @@ func New(cfg *Config, opts Options) (*Server, error) {
 		ReadHeaderTimeout: b.ReadHeaderTimeout,
 		ReadTimeout:       b.ReadTimeout,
 		IdleTimeout:       b.IdleTimeout,
-		MaxHeaderBytes:    b.MaxHeaderBytes,
+		MaxHeaderBytes:    httpMaxHeaderBytes(b.MaxHeaderBytes),
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 		TLSConfig:         serverConfig(s.tls.boundary), // tls.go
 		Protocols:         boundaryProtocols(b),
@@ -211,7 +216,7 @@ func newServer(cfg *Config, opts Options) (_ *Server, err error) {
 		return nil, fmt.Errorf("building configuration: %w", err)
 	}
 	undo = append(undo, s.closeTracing)
-	rt, err := buildRuntime(cfg, nil, s.process())
+	rt, err := buildRuntime(cfg, nil, s.process(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("building configuration: %w", err)
 	}
@@ -335,6 +340,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer func() { stopHealth(); <-healthDone }()
 	demoDone := s.startDemo()
 	defer demoDone()
+	s.servingSince.Store(time.Now().UnixNano())
 	s.serving.Store(true)
 	s.log.Info("serving", "boundary", s.BoundaryAddr().String(), "admin", s.AdminAddr().String(), "internal", addrString(s.InternalAddr()),
 		"boundary_scheme", scheme(s.tls.boundary), "admin_scheme", scheme(s.tls.admin), "internal_tls", s.tls.internal != nil)

@@ -4,7 +4,7 @@
 //	gatehouse stdio [--config FILE]
 //	gatehouse validate --config FILE
 //	gatehouse demo-grpc [--addr ADDR]
-//	gatehouse demo-mcp
+//	gatehouse demo-mcp [--start-delay D]
 //	gatehouse token --key FILE --sub NAME [--scope "a b"] [--aud A]... [--iss I] [--ttl 1h] [--kid K] [--claim N=V]...
 //	gatehouse version
 package main
@@ -21,7 +21,9 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
 
+	"github.com/gatehouse-dev/gatehouse/cmd/gatehouse/internal/hangup"
 	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/server"
@@ -39,7 +41,7 @@ const usage = `usage:
   gatehouse stdio [--config FILE]     the MCP face over stdin/stdout, for a desktop agent (logs on stderr)
   gatehouse validate --config FILE
   gatehouse demo-grpc [--addr ADDR]   the demo calculator.v1 gRPC backend on its own
-  gatehouse demo-mcp                  the demo MCP server (the conformance fixtures) over stdio
+  gatehouse demo-mcp [--start-delay D] the demo MCP server (the conformance fixtures) over stdio
   gatehouse token --key FILE --sub NAME [--scope "a b"] [--aud A]... [--iss I] [--ttl 1h] [--kid K] [--claim N=V]...
                                       mint a development JWT signed with a private key (docs/auth.md)
   gatehouse dev-certs [--force] DIR   write a local CA, a localhost server certificate and a client
@@ -122,6 +124,13 @@ func serve(args []string, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	// The signals are caught before anything is built: a SIGHUP's default action ends the
+	// process (exit 129), so it is caught from the process's start (package hangup), and
+	// one sent while the server starts is a reload asked for — it waits in hangup.C and
+	// runs once the server is up. SIGTERM in that time stops it cleanly.
+	defer hangup.Stop()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
 	cfg, err := loadConfig(*file)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -142,11 +151,9 @@ func serve(args []string, stderr io.Writer) int {
 		return 1
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
+	go reloadOnHangup(ctx, srv, *file, hangup.C, logger)
 	if *file != "" {
 		srv.MarkLoaded(*file)
-		go reloadOnHangup(ctx, srv, *file)
 		if cfg.WatchEnabled() {
 			go func() {
 				if err := srv.Watch(ctx, *file); err != nil {
@@ -221,11 +228,17 @@ func demoGRPC(args []string, stderr io.Writer) int {
 func demoMCP(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo-mcp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	startDelay := fs.Duration("start-delay", 0, "wait this long before answering anything, like a server that is slow to start (npm servers take about a second)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	select {
+	case <-ctx.Done():
+		return 0
+	case <-time.After(*startDelay):
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	if err := demo.NewMCP(demo.MCPOptions{Logger: logger}).ServeStdio(ctx, os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(stderr, err)
@@ -250,16 +263,19 @@ func loadConfig(file string) (*server.Config, error) {
 	return server.Load(file)
 }
 
-// reloadOnHangup reloads the configuration file on every SIGHUP.
-func reloadOnHangup(ctx context.Context, srv *server.Server, file string) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+// reloadOnHangup reloads the configuration file on every SIGHUP received on hup; without
+// a file (the embedded configuration) there is nothing to reload, and the signal is only
+// logged.
+func reloadOnHangup(ctx context.Context, srv *server.Server, file string, hup <-chan os.Signal, log *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-hup:
+			if file == "" {
+				log.Info("SIGHUP: no configuration file to reload (serving the embedded configuration)")
+				continue
+			}
 			_ = srv.ReloadFile(file)
 		}
 	}

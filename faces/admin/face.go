@@ -40,8 +40,8 @@ type Gateway interface {
 // Runtime is one configuration as this face sees it.
 type Runtime interface {
 	faces.Runtime
-	// Ready reports each target's readiness, by name; an empty map means all are ready.
-	Ready(ctx context.Context) map[string]string
+	// Health reports what the configuration's targets can serve, for /readyz.
+	Health(ctx context.Context) Health
 	// TrippedBreakers returns the breakers that are open or half-open; nil when there are
 	// none or no breakers section.
 	TrippedBreakers() []resilience.BreakerState

@@ -47,11 +47,11 @@ func (g *fakeGateway) Metrics() http.Handler           { return g.metrics }
 func (g *fakeGateway) PprofScope() string              { return g.pprofScope }
 
 type fakeRuntime struct {
-	problems map[string]string
-	tripped  []resilience.BreakerState
-	authErr  error
-	scopes   []string
-	held     *atomic.Int64
+	health  Health
+	tripped []resilience.BreakerState
+	authErr error
+	scopes  []string
+	held    *atomic.Int64
 }
 
 func (r fakeRuntime) Pipeline() *faces.Pipeline {
@@ -65,7 +65,7 @@ func (r fakeRuntime) Authenticate(context.Context, gateway.Credentials) (gateway
 }
 
 func (r fakeRuntime) Release()                                   { r.held.Add(-1) }
-func (r fakeRuntime) Ready(context.Context) map[string]string    { return r.problems }
+func (r fakeRuntime) Health(context.Context) Health              { return r.health }
 func (r fakeRuntime) TrippedBreakers() []resilience.BreakerState { return r.tripped }
 func (r fakeRuntime) ApprovalStore() approval.Store              { return nil }
 func (r fakeRuntime) ApprovalScope() string                      { return "admin.approvals" }
@@ -97,8 +97,20 @@ func TestProbes(t *testing.T) {
 		{"starting", &fakeGateway{}, "/readyz", http.StatusServiceUnavailable, `{"status":"starting"}`},
 		{"draining", &fakeGateway{serving: true, draining: true}, "/readyz", http.StatusServiceUnavailable, `{"status":"draining"}`},
 		{"ready", &fakeGateway{serving: true}, "/readyz", http.StatusOK, `{"status":"ready"}`},
-		{"target not ready", &fakeGateway{serving: true, rt: fakeRuntime{problems: map[string]string{"b": "down"}}},
-			"/readyz", http.StatusServiceUnavailable, `{"status":"not ready","targets":{"b":"down"}}`},
+		{"only target down", &fakeGateway{serving: true, rt: fakeRuntime{health: Health{Targets: map[string]error{"b": errors.New("down")}}}},
+			"/readyz", http.StatusServiceUnavailable, `{"status":"not ready","targets":{"b":{"up":false,"reason":"down"}}}`},
+		{"every target up", &fakeGateway{serving: true, rt: fakeRuntime{health: Health{Targets: map[string]error{"a": nil, "mcp/b": nil}}}},
+			"/readyz", http.StatusOK, `{"status":"ready","targets":{"a":{"up":true},"mcp/b":{"up":true}}}`},
+		{"one of two down, rule any", &fakeGateway{serving: true, rt: fakeRuntime{health: Health{Targets: map[string]error{"a": nil, "mcp/b": errors.New("down")}}}},
+			"/readyz", http.StatusOK, `{"status":"degraded","targets":{"a":{"up":true},"mcp/b":{"up":false,"reason":"down"}}}`},
+		{"every target down, rule any", &fakeGateway{serving: true, rt: fakeRuntime{health: Health{Targets: map[string]error{"a": errors.New("x"), "mcp/b": errors.New("y")}}}},
+			"/readyz", http.StatusServiceUnavailable, `{"status":"not ready","targets":{"a":{"up":false,"reason":"x"},"mcp/b":{"up":false,"reason":"y"}}}`},
+		{"one of two down, rule all", &fakeGateway{serving: true, rt: fakeRuntime{health: Health{All: true, Targets: map[string]error{"a": nil, "mcp/b": errors.New("down")}}}},
+			"/readyz", http.StatusServiceUnavailable, `{"status":"not ready","targets":{"a":{"up":true},"mcp/b":{"up":false,"reason":"down"}}}`},
+		{"every target up, rule all", &fakeGateway{serving: true, rt: fakeRuntime{health: Health{All: true, Targets: map[string]error{"a": nil}}}},
+			"/readyz", http.StatusOK, `{"status":"ready","targets":{"a":{"up":true}}}`},
+		{"one down and state out of reach", &fakeGateway{serving: true, ping: errors.New("refused"), rt: fakeRuntime{health: Health{Targets: map[string]error{"a": nil, "b": errors.New("down")}}}},
+			"/readyz", http.StatusServiceUnavailable, `{"state":{"backend":"redis","error":"refused"},"status":"not ready","targets":{"a":{"up":true},"b":{"up":false,"reason":"down"}}}`},
 		{"state out of reach", &fakeGateway{serving: true, ping: errors.New("refused")},
 			"/readyz", http.StatusServiceUnavailable, `{"state":{"backend":"redis","error":"refused"},"status":"not ready"}`},
 		{"breaker open, still ready", &fakeGateway{serving: true, rt: fakeRuntime{tripped: []resilience.BreakerState{{Backend: "b", State: resilience.BreakerOpen}}}},

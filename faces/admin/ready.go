@@ -13,11 +13,47 @@ const statusKey = "status"
 // readyTimeout bounds the readiness checks of one /readyz.
 const readyTimeout = 2 * time.Second
 
-// serveReady answers 200 once the gateway serves with every target ready, and 503 while
-// starting, draining, with a target not ready (named in the body), or with the shared state
-// store out of reach ("state": the backend and its error): a replica that cannot reach the
-// store would refuse every call needing it (idempotency, approvals, tasks, sessions), so it
-// leaves the rotation until the store answers again. Breakers that are
+// Health is what one configuration's targets can serve.
+type Health struct {
+	// Targets is each target's health by name (a gRPC backend, an MCP upstream as
+	// "mcp/<name>"): nil when it can serve, else why not. Targets that report no health
+	// (the demo) are not listed.
+	Targets map[string]error
+	// All makes the replica ready only while every target can serve: server.readiness
+	// "all", or while the gateway starts (until every target has been up once, within a
+	// bound); otherwise it is ready while at least one can, or there is none ("any").
+	All bool
+}
+
+// ready reports whether the targets let the replica serve under h's rule, and how many
+// are down.
+func (h Health) ready() (ok bool, down int) {
+	for _, err := range h.Targets {
+		if err != nil {
+			down++
+		}
+	}
+	if h.All {
+		return down == 0, down
+	}
+	return down == 0 || down < len(h.Targets), down
+}
+
+// targetDetail is one target in /readyz's body.
+type targetDetail struct {
+	Up     bool   `json:"up"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// serveReady answers whether this replica can serve: 200 ("ready", or "degraded" while some
+// targets are down but the rule still holds) and 503 ("not ready") while starting,
+// draining, with the targets failing the readiness rule (server.readiness: by default 503
+// only when every target is down — one MCP server down must not pull every replica out of
+// the load balancer, since each replica sees the same server and would refuse the calls
+// of every other target too; while the gateway starts, every target must be up), or with the shared state store out of reach ("state": the
+// backend and its error): a replica that cannot reach the store would refuse every call
+// needing it (idempotency, approvals, tasks, sessions), so it leaves the rotation until
+// the store answers again. Every target's health is in the body under "targets". Breakers that are
 // open or half-open are listed under "breakers" either way, but do not by themselves make
 // the gateway not ready: a breaker guards one backend, every replica sees the same
 // backend, and taking replicas out of rotation for it would refuse the calls of every
@@ -36,8 +72,23 @@ func (f *Face) serveReady(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	body, status := map[string]any{statusKey: "ready"}, http.StatusOK
-	if problems := rt.Ready(ctx); len(problems) > 0 {
-		body, status = map[string]any{statusKey: "not ready", "targets": problems}, http.StatusServiceUnavailable
+	h := rt.Health(ctx)
+	if len(h.Targets) > 0 {
+		detail := make(map[string]targetDetail, len(h.Targets))
+		for name, err := range h.Targets {
+			d := targetDetail{Up: err == nil}
+			if err != nil {
+				d.Reason = err.Error()
+			}
+			detail[name] = d
+		}
+		body["targets"] = detail
+	}
+	switch ok, down := h.ready(); {
+	case !ok:
+		body[statusKey], status = "not ready", http.StatusServiceUnavailable
+	case down > 0:
+		body[statusKey] = "degraded"
 	}
 	if err := f.gw.PingState(ctx); err != nil {
 		body[statusKey], status = "not ready", http.StatusServiceUnavailable

@@ -38,6 +38,7 @@ type Backend struct {
 	stop   context.CancelFunc
 	loaded chan struct{} // closed when the first load succeeds
 	done   chan struct{} // closed when the background loader has exited
+	share  share         // the connection's holders (Renew, shared.go)
 }
 
 var (
@@ -67,13 +68,19 @@ func New(cfg Config, log *slog.Logger, now func() time.Time) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backend %q: %w", cfg.Name, err)
 	}
+	return start(cfg, conn, newConnRefs(), log, now), nil
+}
+
+// start returns the backend of cfg over conn, held with refs, and starts loading its
+// descriptors.
+func start(cfg Config, conn *grpc.ClientConn, refs *atomic.Int64, log *slog.Logger, now func() time.Time) *Backend {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Backend{cfg: cfg, hop: cfg.DownstreamToken.HopAuth(cfg.Name), conn: conn, log: log.With("backend", cfg.Name), now: now,
-		stop: cancel, loaded: make(chan struct{}), done: make(chan struct{})}
+		stop: cancel, loaded: make(chan struct{}), done: make(chan struct{}), share: share{refs: refs}}
 	notYet := errors.New("descriptors not loaded yet")
 	b.err.Store(&notYet)
 	go b.loadLoop(ctx)
-	return b, nil
+	return b
 }
 
 func dialOptions(cfg Config) ([]grpc.DialOption, error) {
@@ -125,10 +132,17 @@ func (b *Backend) Ready(context.Context) error {
 	return nil
 }
 
-// Close stops the loader and closes the connection.
+// Close stops the loader and closes the connection, unless a renewed backend still
+// shares it (Renew); it is idempotent.
 func (b *Backend) Close() error {
+	if b.share.closed.Swap(true) {
+		return nil
+	}
 	b.stop()
 	<-b.done
+	if !b.share.last() {
+		return nil
+	}
 	return b.conn.Close()
 }
 

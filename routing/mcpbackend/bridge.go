@@ -30,6 +30,9 @@ type Bridge struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	ups    []*upstream
+	// carry is the bridge of the previous configuration whose unchanged upstreams this one
+	// shares (CarryOver, shared.go); nil: none.
+	carry *Bridge
 
 	rebuildMu sync.Mutex
 	cat       atomic.Pointer[Catalog]
@@ -91,7 +94,7 @@ func New(cfgs []Config, log *slog.Logger, now func() time.Time, opts ...Option) 
 		o(b)
 	}
 	for _, c := range cfgs {
-		b.ups = append(b.ups, newUpstream(b, c.withDefaults()))
+		b.ups = append(b.ups, b.upstreamFor(c.withDefaults()))
 	}
 	b.rebuild()
 	b.wg.Go(b.dispatch)
@@ -107,9 +110,7 @@ func New(cfgs []Config, log *slog.Logger, now func() time.Time, opts ...Option) 
 func (b *Bridge) Close() error {
 	b.closeOnce.Do(func() {
 		b.cancel()
-		for _, u := range b.ups {
-			u.close()
-		}
+		b.leaveUpstreams() // stops those no other bridge shares (shared.go)
 		b.emitMu.Lock()
 		b.closed = true
 		close(b.events)

@@ -78,7 +78,7 @@ func (u *upstream) refresher() {
 			continue
 		}
 		u.cat.Store(next)
-		u.bridge.rebuild()
+		u.rebuildOwners()
 		u.loadOnce.Do(func() { close(u.loaded) })
 	}
 }

@@ -33,9 +33,9 @@ func (u *upstream) canAnswer(method string) bool {
 		return true
 	case PolicyRoute:
 		if method == methodSampling {
-			return u.bridge.sampling != nil
+			return u.owner().sampling != nil
 		}
-		return u.bridge.elicitation != nil
+		return u.owner().elicitation != nil
 	}
 	return false
 }
@@ -65,7 +65,7 @@ func (u *upstream) refusal(method, policy, reason string) *gateway.Error {
 
 // routeRequest passes a request to the handler installed for policy "route".
 func (u *upstream) routeRequest(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	switch h := u.bridge; {
+	switch h := u.owner(); {
 	case method == methodSampling && h.sampling != nil:
 		return h.sampling.CreateMessage(ctx, u.cfg.Name, params)
 	case method == methodElicitation && h.elicitation != nil:

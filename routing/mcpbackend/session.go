@@ -75,7 +75,7 @@ func (u *upstream) connect(ctx context.Context, slot int) (*session, error) {
 }
 
 func (u *upstream) dial(ctx context.Context, slot int, legacyHTTP bool) (*session, error) {
-	s := &session{up: u, slot: slot, dead: make(chan struct{}), started: u.bridge.now()}
+	s := &session{up: u, slot: slot, dead: make(chan struct{}), started: u.owner().now()}
 	inner, err := s.transport(legacyHTTP)
 	if err != nil {
 		return nil, err

@@ -19,11 +19,11 @@ import (
 // upstream is one configured MCP server: a pool of supervised sessions, its concurrency
 // cap, its catalog and its resource subscriptions.
 type upstream struct {
-	bridge *Bridge
+	shared sharing // the bridges that own it and its lifetime (shared.go)
 	cfg    Config
 	hop    gateway.HopAuth // from cfg.DownstreamToken
 	log    *slog.Logger
-	ctx    context.Context // ends when the bridge closes
+	ctx    context.Context // ends when the last bridge sharing it closes (shared.go)
 
 	slots      []atomic.Pointer[session]
 	sem        chan struct{} // nil: no cap
@@ -50,9 +50,10 @@ type upstream struct {
 }
 
 func newUpstream(b *Bridge, cfg Config) *upstream {
-	u := &upstream{bridge: b, cfg: cfg, hop: cfg.DownstreamToken.HopAuth(cfg.Name), log: b.log.With("upstream", cfg.Name), ctx: b.ctx,
+	u := &upstream{shared: newSharing(b), cfg: cfg, hop: cfg.DownstreamToken.HopAuth(cfg.Name), log: b.log.With("upstream", cfg.Name),
 		slots: make([]atomic.Pointer[session], cfg.Sessions), changed: make(chan struct{}),
 		reason: "connecting", subs: map[string]int{}, refreshCh: make(chan struct{}, 1), loaded: make(chan struct{})}
+	u.ctx, u.shared.cancel = context.WithCancel(context.Background())
 	if cfg.MaxConcurrent > 0 {
 		u.sem = make(chan struct{}, cfg.MaxConcurrent)
 	}
@@ -60,6 +61,9 @@ func newUpstream(b *Bridge, cfg Config) *upstream {
 }
 
 func (u *upstream) start() {
+	if u.shared.started.Swap(true) {
+		return // carried over from a previous bridge: already running
+	}
 	for i := range u.slots {
 		u.wg.Go(func() { u.supervise(i) })
 	}
@@ -105,7 +109,7 @@ func (u *upstream) supervise(slot int) {
 			backoff = r.Initial
 			continue
 		}
-		if u.bridge.now().Sub(s.started) >= r.Max {
+		if u.owner().now().Sub(s.started) >= r.Max {
 			backoff = r.Initial
 		}
 		u.log.Warn("MCP session lost; restarting", "slot", slot, "reason", reason, "retry_in", backoff.String())
@@ -120,10 +124,10 @@ func (u *upstream) supervise(slot int) {
 func (u *upstream) pause(slot int, reason string, d time.Duration) bool {
 	d = time.Duration(float64(d) * (1 - u.cfg.Restart.Jitter*rand.Float64())) //nolint:gosec // jitter needs no cryptographic randomness
 	u.mu.Lock()
-	u.reason, u.retryAt = reason, u.bridge.now().Add(d)
+	u.reason, u.retryAt = reason, u.owner().now().Add(d)
 	u.restarts++
 	u.mu.Unlock()
-	u.bridge.rebuild()
+	u.rebuildOwners()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -151,7 +155,7 @@ func (u *upstream) up(slot int, s *session) {
 		attrs = append(attrs, "pid", s.child.pid())
 	}
 	u.log.Info("MCP session started", attrs...)
-	if fn := u.bridge.sessionStarted; fn != nil {
+	if fn := u.owner().sessionStarted; fn != nil {
 		fn(u.cfg.Name)
 	}
 	if !mcp.IsModernProtocol(s.version) {
@@ -169,7 +173,7 @@ func (u *upstream) down(slot int, s *session) {
 	close(u.changed)
 	u.changed = make(chan struct{})
 	u.mu.Unlock()
-	u.bridge.rebuild()
+	u.rebuildOwners()
 }
 
 // watch returns when s stops being usable: the child exited, a ping failed or timed out,
@@ -393,7 +397,7 @@ func (u *upstream) notification(s *session, n mcp.JSONRPCNotification) {
 		u.requestRefresh(kindPrompts)
 	case string(mcp.MethodNotificationResourceUpdated):
 		if uri, ok := fields["uri"].(string); ok {
-			u.bridge.emit(Event{Kind: EventResourceUpdated, Upstream: u.cfg.Name, URI: uri})
+			u.emitOwners(Event{Kind: EventResourceUpdated, Upstream: u.cfg.Name, URI: uri})
 		}
 	case string(mcp.MethodNotificationMessage):
 		u.relayLog(s, fields)
@@ -445,7 +449,7 @@ func (u *upstream) status() UpstreamStatus {
 	if st.Live == 0 {
 		st.Reason = u.reason
 		if !u.retryAt.IsZero() {
-			st.RetryAfterMs = max(u.retryAt.Sub(u.bridge.now()).Milliseconds(), 0)
+			st.RetryAfterMs = max(u.retryAt.Sub(u.owner().now()).Milliseconds(), 0)
 		}
 	}
 	return st
