@@ -31,6 +31,7 @@ func (r Run) WriteMarkdown(w io.Writer, images map[string][]string) {
 	fmt.Fprint(w, meaning)
 	fmt.Fprint(w, "## Results\n\n")
 	for _, m := range r.Modes {
+		fmt.Fprintf(w, "### %s\n\n%s\n\n", m.Name, m.Desc)
 		for _, img := range images[m.Name] {
 			name := strings.TrimSuffix(img[strings.LastIndex(img, "/")+1:], ".svg")
 			fmt.Fprintf(w, "![%s](%s)\n\n", name, img)

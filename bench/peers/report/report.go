@@ -89,7 +89,11 @@ func (m Mode) Ratio(r Row) float64 {
 	return r.Rate / d.Rate
 }
 
+// us prints d in µs, or in ms from 10 ms up.
 func us(d time.Duration) string {
+	if d >= 10*time.Millisecond {
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	}
 	return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
 }
 
@@ -122,9 +126,8 @@ func issues(r Row) string {
 	return strings.Join(parts, "; ")
 }
 
-// WriteTables writes the Markdown tables of one mode.
+// WriteTables writes the Markdown tables of one mode (its heading is the caller's).
 func (m Mode) WriteTables(w io.Writer) {
-	fmt.Fprintf(w, "### %s\n\n%s\n\n", m.Name, m.Desc)
 	fmt.Fprint(w, "#### JSON → gRPC, closed loop\n\n")
 	fmt.Fprint(w, "| body | callers | front | calls/s | ÷ direct | front CPU/call | backend CPU/call | load gen CPU/call | issues |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range m.Rows {
@@ -174,11 +177,14 @@ func (m Mode) Charts() map[string]Chart {
 		if r.Kind == KindOpen {
 			return fmt.Sprintf("%s, %s @ %.0f%%", r.Front, r.Body, 100*r.RateFrac)
 		}
+		if r.Kind == KindMCP {
+			return fmt.Sprintf("MCP %s, %d callers", r.Front, r.Callers)
+		}
 		return fmt.Sprintf("%s, %s, %d callers", r.Front, r.Body, r.Callers)
 	}
 	ratios := Chart{Title: "calls/s ÷ direct (" + m.Name + ")", Unit: "×", Series: []string{"calls/s ÷ direct"}}
 	cpu := Chart{Title: "CPU per call (" + m.Name + ")", Unit: " µs", Series: []string{"front", "backend / upstream", "load generator"}}
-	lat := Chart{Title: "open-loop latency added over direct gRPC (" + m.Name + ")", Unit: " µs", Series: []string{"p50 added", "p99 added"}}
+	lat := Chart{Title: "open-loop latency added over direct gRPC (" + m.Name + ")", Unit: " ms", Series: []string{"p50 added", "p99 added"}}
 	usf := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 	for _, r := range m.Rows {
 		switch r.Kind {
@@ -193,7 +199,7 @@ func (m Mode) Charts() map[string]Chart {
 			cpu.Groups = append(cpu.Groups, Group{Label: label(r), Values: []float64{front, usf(r.BackendCPU), usf(r.LoadCPU)}})
 		case KindOpen:
 			if d := m.direct(r); d != nil && r.Front != Direct {
-				lat.Groups = append(lat.Groups, Group{Label: label(r), Values: []float64{usf(r.P50 - d.P50), usf(r.P99 - d.P99)}})
+				lat.Groups = append(lat.Groups, Group{Label: label(r), Values: []float64{usf(r.P50-d.P50) / 1000, usf(r.P99-d.P99) / 1000}})
 			}
 		}
 	}

@@ -29,8 +29,8 @@ var palette = []string{"#2b6cb0", "#dd6b20", "#38a169", "#805ad5", "#c53030"}
 // Layout of a chart, in SVG user units.
 const (
 	labelW  = 260
-	plotW   = 420
-	valueW  = 90
+	plotW   = 440
+	valueW  = 80
 	barH    = 14
 	barGap  = 2
 	groupGp = 10
@@ -52,10 +52,11 @@ func (c Chart) WriteSVG(w io.Writer) error {
 	if hi == lo {
 		hi = lo + 1
 	}
-	hi = niceCeil(hi)
-	if lo < 0 {
-		lo = -niceCeil(-lo)
-	}
+	// Four grid steps of a round size that cover [lo, hi], zero on a grid line.
+	step := niceCeil((hi - lo) / 4)
+	lo = math.Floor(lo/step+1e-9) * step
+	hi = math.Ceil(hi/step-1e-9) * step
+	ticks := int(math.Round((hi - lo) / step))
 	x := func(v float64) float64 { return labelW + (v-lo)/(hi-lo)*plotW }
 	n := max(len(c.Series), 1)
 	groupH := n*(barH+barGap) - barGap
@@ -74,8 +75,8 @@ func (c Chart) WriteSVG(w io.Writer) error {
 	top := titleH + legendH
 	plotBottom := height - axisH
 	// grid lines and axis labels at five ticks
-	for i := range 5 {
-		v := lo + (hi-lo)*float64(i)/4
+	for i := range ticks + 1 {
+		v := lo + step*float64(i)
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>`+"\n", x(v), top-4, x(v), plotBottom)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#555">%s%s</text>`+"\n", x(v), plotBottom+14, formatValue(v), html.EscapeString(c.Unit))
 	}
@@ -89,7 +90,7 @@ func (c Chart) WriteSVG(w io.Writer) error {
 				v := g.Values[i]
 				x0, x1 := x(math.Min(0, v)), x(math.Max(0, v))
 				fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"/>`+"\n", x0, by, math.Max(x1-x0, 0.5), barH, palette[i%len(palette)])
-				fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#222">%s%s</text>`+"\n", x(hi)+4, by+barH-3, formatValue(v), html.EscapeString(c.Unit))
+				fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#222">%s%s</text>`+"\n", x1+4, by+barH-3, formatValue(v), html.EscapeString(c.Unit))
 			}
 		}
 		y += groupH + groupGp
@@ -123,7 +124,9 @@ func formatValue(v float64) string {
 		return fmt.Sprintf("%.0f", v)
 	case a >= 10:
 		return fmt.Sprintf("%.1f", v)
-	default:
+	case a >= 0.1:
 		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.3f", v)
 	}
 }

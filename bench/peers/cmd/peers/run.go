@@ -97,6 +97,24 @@ func run(args []string) error {
 	return r.WriteFiles(o.out, o.img)
 }
 
+// render writes the page and charts again from the raw results of a run.
+func render(args []string) error {
+	fs := flag.NewFlagSet("render", flag.ExitOnError)
+	in := fs.String("json", ".tmp/peers/results.json", "raw results of a run")
+	out := fs.String("out", "docs/benchmarks-peers.md", "the page to write")
+	img := fs.String("img", "docs/img", "directory of the charts")
+	_ = fs.Parse(args)
+	b, err := os.ReadFile(*in)
+	if err != nil {
+		return err
+	}
+	var r report.Run
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("%s: %w", *in, err)
+	}
+	return r.WriteFiles(*out, *img)
+}
+
 func machine() report.Machine {
 	m := report.Machine{Cores: runtime.NumCPU(), Go: runtime.Version()}
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {
