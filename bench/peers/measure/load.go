@@ -37,12 +37,16 @@ func ClosedLoop(ctx context.Context, callers int, d time.Duration, call CallFunc
 	var firstErr atomic.Pointer[error]
 	var wg sync.WaitGroup
 	start := time.Now()
+	end := start.Add(d)
 	for w := range callers {
 		wg.Go(func() {
-			for ctx.Err() == nil {
+			for ctx.Err() == nil && time.Now().Before(end) {
 				if err := call(ctx, w); err != nil {
-					if ctx.Err() != nil {
-						return // cut by the end of the run, not a failure
+					// A call cut by the end of the run is not a failure. grpc-go reports
+					// DeadlineExceeded from its own clock, possibly before ctx's timer has
+					// fired, so the time is checked too, not only ctx.
+					if ctx.Err() != nil || !time.Now().Before(end) {
+						return
 					}
 					errs.Add(1)
 					firstErr.CompareAndSwap(nil, &err)
