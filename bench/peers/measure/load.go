@@ -31,13 +31,13 @@ func (r ClosedResult) Rate() float64 {
 // ClosedLoop runs callers workers, each making its next call as soon as the previous one
 // answers, for d.
 func ClosedLoop(ctx context.Context, callers int, d time.Duration, call CallFunc) ClosedResult {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
+	end, _ := ctx.Deadline() // the instant a client that checks deadlines itself gives up
 	var calls, errs atomic.Int64
 	var firstErr atomic.Pointer[error]
 	var wg sync.WaitGroup
-	start := time.Now()
-	end := start.Add(d)
 	for w := range callers {
 		wg.Go(func() {
 			for ctx.Err() == nil && time.Now().Before(end) {
