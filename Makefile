@@ -74,6 +74,22 @@ bench: ## run the benchmark suite and write docs/benchmarks.md
 	done
 	$(GO) run ./internal/benchreport -in $(TMP)/bench.txt -out docs/benchmarks.md
 
+# bench/peers is its own Go module (grpc-gateway and mcp-go stay out of the product's go.mod);
+# `go test ./...` here does not descend into it. ToolHive vMCP is built from the module proxy and
+# cached in .tmp/bin; when it does not build, the run goes on without it and the page says so.
+TOOLHIVE_VERSION := v0.47.0
+VMCP             := $(TOOLS)/vmcp-$(TOOLHIVE_VERSION)
+PEERS_FLAGS      ?=
+
+.PHONY: bench-peers
+bench-peers: ## run Gatehouse beside grpc-gateway and ToolHive vMCP, write docs/benchmarks-peers.md (flags: PEERS_FLAGS)
+	@mkdir -p $(TOOLS) $(TMP)/peers
+	$(GO) build -trimpath -o $(TOOLS)/gatehouse-bench ./cmd/gatehouse
+	cd bench/peers && $(GO) build -trimpath -o $(TOOLS)/peers ./cmd/peers
+	-@GO=$(GO) TOOLHIVE_VERSION=$(TOOLHIVE_VERSION) BIN=$(VMCP) ./bench/peers/build-vmcp.sh
+	$(TOOLS)/peers run -gatehouse $(TOOLS)/gatehouse-bench -vmcp $(VMCP) -vmcp-version $(TOOLHIVE_VERSION) \
+	  -tmp $(TMP)/peers -json $(TMP)/peers/results.json -out docs/benchmarks-peers.md -img docs/img $(PEERS_FLAGS)
+
 .PHONY: clean
 clean: ## remove build output (keeps the tool cache)
 	rm -rf bin

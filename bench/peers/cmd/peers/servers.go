@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	benchechov1 "github.com/gatehouse-dev/gatehouse/bench/peers/gen/benchecho/v1"
+	calculatorgw "github.com/gatehouse-dev/gatehouse/bench/peers/gen/calculatorgw/calculator/v1"
+	"github.com/gatehouse-dev/gatehouse/demo"
+)
+
+// echoServer implements benchecho.v1.EchoService.
+type echoServer struct {
+	benchechov1.UnimplementedEchoServiceServer
+}
+
+func (echoServer) Echo(_ context.Context, r *benchechov1.EchoRequest) (*benchechov1.EchoResponse, error) {
+	return &benchechov1.EchoResponse{Doc: r.GetDoc()}, nil
+}
+
+// signalContext is done on SIGINT or SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// runBackend serves the demo calculator (with health and reflection) and the echo service on
+// one gRPC listener.
+func runBackend(args []string) error {
+	fs := flag.NewFlagSet("backend", flag.ExitOnError)
+	addr := fs.String("addr", "127.0.0.1:0", "listen address")
+	_ = fs.Parse(args)
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	gs := demo.NewCalculatorServer()
+	benchechov1.RegisterEchoServiceServer(gs, echoServer{})
+	ctx, stop := signalContext()
+	defer stop()
+	go func() { <-ctx.Done(); gs.Stop() }()
+	if err := gs.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return err
+	}
+	return nil
+}
+
+// runGRPCGateway serves grpc-gateway v2's reverse proxy for the calculator and the echo
+// service, every method unbound (POST /<service>/<method>, the body is the request message).
+func runGRPCGateway(args []string) error {
+	fs := flag.NewFlagSet("grpcgw", flag.ExitOnError)
+	addr := fs.String("addr", "127.0.0.1:0", "listen address")
+	backend := fs.String("backend", "", "gRPC backend address")
+	_ = fs.Parse(args)
+	ctx, stop := signalContext()
+	defer stop()
+	mux := runtime.NewServeMux()
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if err := calculatorgw.RegisterCalculatorServiceHandlerFromEndpoint(ctx, mux, *backend, opts); err != nil {
+		return err
+	}
+	if err := benchechov1.RegisterEchoServiceHandlerFromEndpoint(ctx, mux, *backend, opts); err != nil {
+		return err
+	}
+	return serveHTTP(ctx, *addr, mux)
+}
+
+// runMCPUpstream serves an MCP server with one tool, echo {text}, over streamable HTTP at /mcp
+// (mcp-go, stateful sessions: what a typical MCP server does).
+func runMCPUpstream(args []string) error {
+	fs := flag.NewFlagSet("mcpup", flag.ExitOnError)
+	addr := fs.String("addr", "127.0.0.1:0", "listen address")
+	_ = fs.Parse(args)
+	ctx, stop := signalContext()
+	defer stop()
+	s := server.NewMCPServer("bench-upstream", "1", server.WithToolCapabilities(false))
+	s.AddTool(mcp.NewTool("echo", mcp.WithDescription("Returns its text."),
+		mcp.WithString("text", mcp.Required(), mcp.Description("The text to return."))),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			text, err := req.RequireString("text")
+			if err != nil {
+				return mcp.NewToolResultError(err.Error()), nil
+			}
+			return mcp.NewToolResultText(text), nil
+		})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", server.NewStreamableHTTPServer(s, server.WithStateful(true)))
+	return serveHTTP(ctx, *addr, mux)
+}
+
+func serveHTTP(ctx context.Context, addr string, h http.Handler) error {
+	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving %s: %w", addr, err)
+	}
+	return nil
+}
