@@ -326,11 +326,17 @@ func pairedRatios(num, den []float64) []float64 {
 	return out
 }
 
+// peersPointer leads to the comparison with the peers users would pick instead, which
+// `make bench-peers` writes (bench/peers).
+const peersPointer = "Gatehouse beside grpc-gateway and ToolHive vMCP, each its own process on the same backends: " +
+	"[benchmarks-peers.md](benchmarks-peers.md) (`make bench-peers`).\n\n"
+
 func report(res *results, rows []ratioRow, svg string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Benchmarks\n\nWritten by `make bench` on %s. The suite runs in rounds, every benchmark once per round, so the two\n", time.Now().UTC().Format("2006-01-02"))
 	b.WriteString("sides of a ratio are measured close together; each figure is the median over the rounds of the ratio within a\n")
 	b.WriteString("round, on one machine. Absolute times are listed only to show what the ratios are made of.\n\n")
+	b.WriteString(peersPointer)
 	for _, e := range res.env {
 		fmt.Fprintf(&b, "- %s\n", e)
 	}

@@ -41,6 +41,7 @@ func TestReport(t *testing.T) {
 		"| 0.25 |",      // 500 / 2000
 		"not measured",  // benchmarks absent from the input
 		"cpu: Test CPU", // the environment
+		"[benchmarks-peers.md](benchmarks-peers.md)", // the pointer to the peers page
 		"| codecs/jsonrpc.BenchmarkDecode/single | 1 | 500 | 64 | 2 |",
 		"| NEKTE discover L0 tokens ÷ MCP tools/list tokens (" + tokensCatalog + ") | 0.10 | aim ≤ 0.12 |", // metric median
 		"| nekte.discover L0, compact shape | 4.6 | aim ≤ 8 |",
