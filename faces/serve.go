@@ -109,6 +109,9 @@ func (p *Pipeline) call(ctx context.Context, ex *Exchange, req *jsonrpc.Request,
 	res, err := p.Handler(ctx, c)
 	if err != nil {
 		out.Err = gateway.AsError(err)
+		if gateway.CutOffByShutdown(ctx) { // the grace is ending: say so, not "cancelled"
+			out.Err = gateway.ShutdownError()
+		}
 		p.logCallError(ctx, c, out.Err)
 		return out
 	}

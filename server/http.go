@@ -10,12 +10,22 @@ import (
 // boundaryHandler returns the HTTP handler of the boundary listener: the JSON-RPC face's
 // router (faces/httprpc), with the other faces' routes mounted on it.
 func (s *Server) boundaryHandler() http.Handler {
-	return s.http.Boundary(
+	return s.counted(s.http.Boundary(
 		httprpc.Route{Method: http.MethodGet, Path: "/ws", Handler: s.ws},
 		httprpc.Route{Path: mcpface.Path, Handler: http.HandlerFunc(s.mcp.Serve)}, // s.mcp nil: 404
 		httprpc.Route{Method: http.MethodGet, Path: mcpface.ProtectedResourcePath, Handler: http.HandlerFunc(s.mcp.ServeProtectedResource)},
 		httprpc.Route{Method: http.MethodGet, Path: mcpface.ProtectedResourcePath + mcpface.Path, Handler: http.HandlerFunc(s.mcp.ServeProtectedResource)},
 		httprpc.Route{Method: http.MethodGet, Path: mcpface.SSEPath, Handler: http.HandlerFunc(s.mcp.ServeSSE)},
 		httprpc.Route{Method: http.MethodPost, Path: mcpface.MessagePath, Handler: http.HandlerFunc(s.mcp.ServeSSE)},
-	)
+	))
+}
+
+// counted counts the boundary's requests being handled (s.handling), so that a drain can
+// tell connections still answering from idle ones.
+func (s *Server) counted(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.handling.Add(1)
+		defer s.handling.Add(-1)
+		h.ServeHTTP(w, r)
+	})
 }

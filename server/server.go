@@ -101,6 +101,12 @@ type Server struct {
 	ws           *ws.Face         // the JSON-RPC face over WebSocket
 	fresh        faces.FreshConns // boundary connections without a request yet, closed at drain
 	tls          listenersTLS     // the listeners' TLS sources (tls.go)
+	// calls is the context every boundary request derives from; shutdown cancels it with
+	// gateway.ErrShuttingDown just before the grace ends, so that calls still running are
+	// answered with a typed error rather than cut off with their connection.
+	calls     context.Context
+	stopCalls context.CancelCauseFunc
+	handling  atomic.Int64 // boundary requests being handled (http.go)
 }
 
 // New builds the runtime for cfg and binds the boundary and admin listeners, so that
@@ -145,8 +151,10 @@ func New(cfg *Config, opts Options) (*Server, error) {
 		s.grpc = s.newGRPCFace(in.Config) // grpcwire.go
 	}
 	s.boundaryLn = netutil.LimitListener(s.boundaryLn, b.MaxConnections)
+	s.calls, s.stopCalls = context.WithCancelCause(context.Background())
 	s.boundary = &http.Server{
 		Handler:           s.boundaryHandler(),
+		BaseContext:       func(net.Listener) context.Context { return s.calls },
 		ConnState:         s.fresh.Track,
 		ReadHeaderTimeout: b.ReadHeaderTimeout,
 		ReadTimeout:       b.ReadTimeout,
@@ -399,6 +407,10 @@ func (s *Server) shutdown() error {
 	s.log.Info("draining", "grace", grace.String())
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
+	if s.stopCalls != nil {
+		cutOff := time.AfterFunc(grace-shutdownAnswerTime(grace), func() { s.stopCalls(gateway.ErrShuttingDown) })
+		defer cutOff.Stop()
+	}
 
 	// NEKTE tasks first: each is suspended with a checkpoint while the connections of its
 	// streams are still open to carry the news, then the streams end, so the connections
@@ -408,7 +420,17 @@ func (s *Server) shutdown() error {
 	var httpErr error
 	wg.Go(func() {
 		done := make(chan struct{})
-		go func() { defer close(done); httpErr = s.boundary.Shutdown(ctx) }()
+		go func() {
+			defer close(done)
+			httpErr = s.boundary.Shutdown(ctx)
+			// Shutdown notices idle connections only at its next poll (up to 500ms apart):
+			// when every request has been answered — the cut-off ones too — the drain is
+			// complete, and what is left open is idle.
+			if errors.Is(httpErr, context.DeadlineExceeded) && s.handling.Load() == 0 {
+				_ = s.boundary.Close()
+				httpErr = nil
+			}
+		}()
 		s.fresh.CloseUntil(done)
 	})
 	if s.grpc != nil {
@@ -433,6 +455,13 @@ func (s *Server) shutdown() error {
 	}
 	s.log.Info("stopped")
 	return nil
+}
+
+// shutdownAnswerTime is how long before the end of the shutdown grace the calls still
+// running are told to stop, so that they are answered (UNAVAILABLE, shutting_down) before
+// their connections close: a tenth of the grace, at most a second.
+func shutdownAnswerTime(grace time.Duration) time.Duration {
+	return min(grace/10, time.Second)
 }
 
 func (s *Server) setLogLevel(cfg *Config) {
