@@ -22,6 +22,17 @@ func (s stuckTarget) Invoke(ctx context.Context, _ *gateway.Call) (*gateway.Resu
 	return nil, gateway.AsError(ctx.Err())
 }
 
+// deafTarget ignores its call's context: it answers only when released.
+type deafTarget struct{ began, release chan struct{} }
+
+func (d deafTarget) Name() string { return "deaf" }
+
+func (d deafTarget) Invoke(context.Context, *gateway.Call) (*gateway.Result, error) {
+	close(d.began)
+	<-d.release
+	return gateway.NewResult([]byte(`"ok"`)), nil
+}
+
 // TestShutdownAnswersCutOffCalls: a call still running when the shutdown grace ends is
 // answered with a typed error (UNAVAILABLE, reason shutting_down, a retry hint) before its
 // connection closes, and the drain then finishes cleanly.
