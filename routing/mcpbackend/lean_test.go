@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -161,7 +162,8 @@ func serveLean(t *testing.T, script func(w http.ResponseWriter, r *http.Request,
 
 func leanUpstream(url string) mcpbackend.Config {
 	c := fast(mcpbackend.Config{Name: "lean", HTTP: &mcpbackend.HTTPConfig{URL: url, Headers: map[string]string{"X-Test": "1"}},
-		Roots: []mcpbackend.RootConfig{{URI: "file:///work", Name: "work"}}})
+		Roots:    []mcpbackend.RootConfig{{URI: "file:///work", Name: "work"}},
+		Sampling: mcpbackend.PolicyClient, Elicitation: mcpbackend.PolicyClient}) // every capability declared: _meta is compared with mcp-go's
 	c.Heartbeat = mcpbackend.HeartbeatConfig{Interval: 30 * time.Second, Timeout: 5 * time.Second}
 	return c
 }
@@ -238,6 +240,9 @@ func TestLeanToolsCall(t *testing.T) {
 		p := calls[len(calls)-1]
 		if p.respType != "application/json" {
 			t.Fatalf("response type %q", p.respType)
+		}
+		if id, err := strconv.ParseInt(string(p.id), 10, 64); err != nil || id <= 1<<40 {
+			t.Fatalf("request id %s: not sent on the lean path (its IDs start above 2^40)", p.id)
 		}
 		for k, want := range map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "echo", "Mcp-Protocol-Version": mcp.ProtocolVersion20260728,
 			"X-Test": "1", "Content-Type": "application/json", "Accept": "application/json, text/event-stream"} {
