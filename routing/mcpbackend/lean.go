@@ -56,6 +56,7 @@ var errLeanFallback = errors.New("lean tools/call: handed to the mcp-go client")
 // leanSession is what the lean path needs of a session, fixed when it starts.
 type leanSession struct {
 	url    string
+	modern bool        // the stateless revision: request metadata and standard headers, no session ID
 	header http.Header // the headers every tools/call carries, hop headers and Mcp-Name aside
 	// setName: Mcp-Name is the transport's to set (no configured header overrides it).
 	setName bool
@@ -68,8 +69,32 @@ type leanSession struct {
 // leanFor returns the lean path's state for a session that can use it, or nil.
 func leanFor(s *session) *leanSession {
 	cfg := s.up.cfg.HTTP
-	if cfg == nil || s.hc == nil || !mcp.IsModernProtocol(s.version) || !mcp.RequiresStandardHeaders(s.version) {
+	if cfg == nil || s.hc == nil {
 		return nil
+	}
+	l := &leanSession{url: cfg.URL, header: http.Header{}, modern: mcp.IsModernProtocol(s.version)}
+	// The order mcp-go sets them in: standard headers, then the transport's own, then
+	// the configured ones (which may replace any of them), then the hop headers per call.
+	if mcp.RequiresStandardHeaders(s.version) {
+		l.header.Set(mcp.HeaderMethod, string(mcp.MethodToolsCall))
+		l.setName = true
+	}
+	l.header.Set("Content-Type", "application/json")
+	l.header.Set("Accept", "application/json, text/event-stream")
+	if id := s.wire.GetSessionId(); id != "" && !l.modern {
+		l.header.Set(transport.HeaderKeySessionID, id)
+	}
+	if s.version != "" {
+		l.header.Set(transport.HeaderKeyProtocolVersion, s.version)
+	}
+	for k, v := range cfg.Headers {
+		l.header.Set(k, v)
+		if http.CanonicalHeaderKey(k) == mcp.HeaderName {
+			l.setName = false
+		}
+	}
+	if !l.modern {
+		return l
 	}
 	caps, err := json.Marshal(s.up.clientCapabilities())
 	if err != nil {
@@ -80,19 +105,6 @@ func leanFor(s *session) *leanSession {
 		return nil
 	}
 	version, _ := json.Marshal(s.version)
-	l := &leanSession{url: cfg.URL, header: http.Header{}, setName: true}
-	// The order mcp-go sets them in: standard headers, then the transport's own, then
-	// the configured ones (which may replace any of them), then the hop headers per call.
-	l.header.Set(mcp.HeaderMethod, string(mcp.MethodToolsCall))
-	l.header.Set("Content-Type", "application/json")
-	l.header.Set("Accept", "application/json, text/event-stream")
-	l.header.Set(transport.HeaderKeyProtocolVersion, s.version)
-	for k, v := range cfg.Headers {
-		l.header.Set(k, v)
-		if http.CanonicalHeaderKey(k) == mcp.HeaderName {
-			l.setName = false
-		}
-	}
 	l.metaHead = fmt.Appendf(nil, `%q:%s,%q:%s`, mcp.MetaKeyClientCapabilities, caps, mcp.MetaKeyClientInfo, info)
 	l.metaTail = fmt.Appendf(nil, `%q:%s`, mcp.MetaKeyProtocolVersion, version)
 	return l
@@ -112,25 +124,32 @@ func (l *leanSession) body(c *leanCall, id int64) []byte {
 	b := make([]byte, 0, 160+len(l.metaHead)+len(l.metaTail)+len(c.args)+len(c.name)+len(c.token))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = strconv.AppendInt(b, id, 10)
-	b = append(b, `,"method":"tools/call","params":{"_meta":{`...)
-	b = append(b, l.metaHead...)
-	b = append(b, ',')
-	if c.logLevel != "" {
-		b = appendMember(b, mcp.MetaKeyLogLevel, c.logLevel)
+	b = append(b, `,"method":"tools/call","params":{`...)
+	switch {
+	case l.modern:
+		b = append(b, `"_meta":{`...)
+		b = append(b, l.metaHead...)
 		b = append(b, ',')
-	}
-	b = append(b, l.metaTail...)
-	if c.token != "" {
-		b = append(b, ',')
+		if c.logLevel != "" {
+			b = appendMember(b, mcp.MetaKeyLogLevel, c.logLevel)
+			b = append(b, ',')
+		}
+		b = append(b, l.metaTail...)
+		if c.token != "" {
+			b = append(b, ',')
+			b = appendMember(b, "progressToken", c.token)
+		}
+		b = append(b, "},"...)
+	case c.token != "":
+		b = append(b, `"_meta":{`...)
 		b = appendMember(b, "progressToken", c.token)
+		b = append(b, "},"...)
 	}
-	b = append(b, '}')
+	b = appendMember(b, "name", c.name)
 	if c.args != nil {
 		b = append(b, `,"arguments":`...)
 		b = append(b, c.args...)
 	}
-	b = append(b, ',')
-	b = appendMember(b, "name", c.name)
 	return append(b, "}}"...)
 }
 
@@ -165,6 +184,11 @@ func (s *session) callToolLean(ctx context.Context, l *leanSession, c *leanCall,
 	id := leanIDBase + s.leanIDs.Add(1)
 	ctx, span := s.wire.startSpan(ctx, transport.JSONRPCRequest{Method: string(mcp.MethodToolsCall), Params: mcp.CallToolParams{Name: c.name}})
 	msg, err := s.postLean(ctx, l, c, id)
+	if err != nil && ctx.Err() != nil && !l.modern {
+		// Before 2026-07-28 ending the HTTP request does not cancel the call: the server
+		// is told, as the wire tells it for mcp-go's requests.
+		s.wire.sendCancelled(ctx, mcp.NewRequestId(id))
+	}
 	if span != nil {
 		var resp *transport.JSONRPCResponse
 		if err == nil {
@@ -293,7 +317,7 @@ func readBody(resp *http.Response) ([]byte, error) {
 // call's.
 func (s *session) readLeanStream(ctx context.Context, l *leanSession, r *bufio.Reader) (*leanMessage, error) {
 	var out *leanMessage
-	err := readSSE(r, func(data []byte) bool {
+	handle := func(data []byte) bool {
 		m, err := parseLeanMessage(data)
 		if err != nil {
 			s.up.log.Info("failed to unmarshal message (non-fatal)", "err", err, "message_len", len(data))
@@ -318,7 +342,23 @@ func (s *session) readLeanStream(ctx context.Context, l *leanSession, r *bufio.R
 			return true
 		}
 		return false
-	})
+	}
+	var cursor *sseCursor
+	if !l.modern {
+		cursor = &sseCursor{}
+	}
+	err := readSSE(r, cursor, handle)
+	// Before 2026-07-28 a server may end the stream before the response once it has
+	// sent an event ID, and the client resumes it (SEP-1699), as mcp-go does.
+	for out == nil && err == nil && ctx.Err() == nil && cursor != nil && cursor.lastEventID != "" {
+		var ended bool
+		if ended, err = s.resumeLean(ctx, l, cursor, handle); err != nil {
+			return nil, transport.NewError(fmt.Errorf("failed to resume the SSE stream for the response: %w", err))
+		}
+		if !ended {
+			break
+		}
+	}
 	switch {
 	case out != nil:
 		return out, nil
@@ -328,6 +368,54 @@ func (s *session) readLeanStream(ctx context.Context, l *leanSession, r *bufio.R
 		return nil, s.leanError(fmt.Errorf("reading the response stream: %w", err))
 	}
 	return nil, transport.NewError(errors.New("unexpected nil response"))
+}
+
+// resumeLean waits the reconnection time, reopens the stream with a GET carrying
+// Last-Event-ID and reads it, as mcp-go's transport does (resumeSSE); ended reports
+// whether the server ended this stream too (rather than it breaking off).
+func (s *session) resumeLean(ctx context.Context, l *leanSession, cursor *sseCursor, handle func([]byte) bool) (ended bool, err error) {
+	delay := time.Second
+	if cursor.hasRetry {
+		delay = max(cursor.retry, 10*time.Millisecond)
+	}
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.url, nil)
+	if err != nil {
+		return false, err
+	}
+	req.Header = l.header.Clone()
+	req.Header.Del(mcp.HeaderMethod)
+	req.Header.Del("Content-Type")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Last-Event-ID", cursor.lastEventID)
+	for k, v := range s.up.hopHeaders(ctx) {
+		req.Header.Set(k, v)
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer func() { cancel(); _ = resp.Body.Close() }()
+	switch ct, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";"); {
+	case resp.StatusCode == http.StatusNotFound:
+		return false, transport.ErrSessionTerminated
+	case resp.StatusCode != http.StatusOK:
+		return false, fmt.Errorf("unexpected status %d", resp.StatusCode)
+	case !strings.EqualFold(strings.TrimSpace(ct), "text/event-stream"):
+		return false, fmt.Errorf("unexpected content type %q", resp.Header.Get("Content-Type"))
+	}
+	if err := readSSE(bufio.NewReader(resp.Body), cursor, handle); err != nil {
+		return false, nil // a stream that broke off is not resumed again, as in mcp-go
+	}
+	return true, nil
 }
 
 // answerLean answers a request the server sent on a call's stream with the handler
@@ -407,13 +495,23 @@ func parseLeanMessage(data []byte) (*leanMessage, error) {
 	return m, nil
 }
 
+// sseCursor is what resuming a stream takes (SEP-1699, before 2026-07-28): the ID of the
+// last event dispatched and the reconnection time the server asked for.
+type sseCursor struct {
+	lastEventID string
+	retry       time.Duration
+	hasRetry    bool
+}
+
 // readSSE reads server-sent events from r, calling fn with each event's data (its data
-// lines joined by "\n", as the SSE rules say), until fn returns true, the stream ends or
-// a read fails. An event cut short by the end of the stream is dispatched, as mcp-go
-// does. Event names, IDs and retry fields are not needed on the stateless revision
-// (no stream is resumed) and are skipped.
-func readSSE(r *bufio.Reader, fn func(data []byte) bool) error {
+// lines joined by "\n", as the SSE rules say), until fn returns true, the stream ends
+// (nil) or a read fails. An event cut short by the end of the stream is dispatched, as
+// mcp-go does. With a cursor, event IDs (once their event is dispatched, data or not)
+// and retry fields are recorded in it; event names are not needed.
+func readSSE(r *bufio.Reader, cursor *sseCursor, fn func(data []byte) bool) error {
 	var data []byte
+	var id []byte
+	hasID := false
 	for {
 		line, err := readLine(r)
 		if err != nil {
@@ -426,6 +524,10 @@ func readSSE(r *bufio.Reader, fn func(data []byte) bool) error {
 			return err
 		}
 		if len(line) == 0 {
+			if cursor != nil && hasID {
+				cursor.lastEventID = string(id)
+			}
+			hasID = false
 			if len(data) > 0 && fn(data) {
 				return nil
 			}
@@ -438,6 +540,15 @@ func readSSE(r *bufio.Reader, fn func(data []byte) bool) error {
 				data = append(data, '\n')
 			}
 			data = append(data, v...)
+		} else if v, ok := bytes.CutPrefix(line, []byte("id:")); ok {
+			if v, _ = bytes.CutPrefix(v, []byte(" ")); bytes.IndexByte(v, 0) < 0 { // an ID with NUL is ignored
+				id, hasID = append(id[:0], v...), true
+			}
+		} else if v, ok := bytes.CutPrefix(line, []byte("retry:")); ok && cursor != nil {
+			v, _ = bytes.CutPrefix(v, []byte(" "))
+			if ms, err := strconv.ParseUint(string(v), 10, 31); err == nil && len(v) > 0 && len(bytes.Trim(v, "0123456789")) == 0 {
+				cursor.retry, cursor.hasRetry = time.Duration(ms)*time.Millisecond, true
+			}
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -16,9 +17,11 @@ func TestReadSSE(t *testing.T) {
 		name, in string
 		stopAt   int // fn returns true on this event (1-based); 0: never
 		want     []string
+		lastID   string
+		retry    time.Duration
 	}{
 		{name: "one event", in: "data: {}\n\n", want: []string{"{}"}},
-		{name: "crlf and fields skipped", in: "event: message\r\nid: 7\r\nretry: 10\r\n: comment\r\ndata:a\r\n\r\n", want: []string{"a"}},
+		{name: "crlf and fields", in: "event: message\r\nid: 7\r\nretry: 10\r\n: comment\r\ndata:a\r\n\r\n", want: []string{"a"}, lastID: "7", retry: 10 * time.Millisecond},
 		{name: "multi-line data", in: "data: a\ndata: b\ndata:c\n\n", want: []string{"a\nb\nc"}},
 		{name: "empty first data line", in: "data:\ndata: b\n\n", want: []string{"b"}},
 		{name: "no data: not dispatched", in: "event: ping\n\n: keep-alive\n\ndata: x\n\n", want: []string{"x"}},
@@ -27,11 +30,13 @@ func TestReadSSE(t *testing.T) {
 		{name: "stops when told", in: "data: 1\n\ndata: 2\n\ndata: 3\n\n", stopAt: 2, want: []string{"1", "2"}},
 		{name: "a line longer than the buffer", in: "data: " + long + "\n\n", want: []string{long}},
 		{name: "empty stream", in: "", want: nil},
+		{name: "ids and retry recorded", in: "id: 1\ndata: a\n\nid: 2\nretry: 250\n\nid: x\x00\nretry: 1e3\ndata: b", want: []string{"a", "b"}, lastID: "2", retry: 250 * time.Millisecond},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			err := readSSE(bufio.NewReaderSize(strings.NewReader(tc.in), 16), func(data []byte) bool {
+			cursor := &sseCursor{}
+			err := readSSE(bufio.NewReaderSize(strings.NewReader(tc.in), 16), cursor, func(data []byte) bool {
 				got = append(got, string(data))
 				return len(got) == tc.stopAt
 			})
@@ -40,6 +45,9 @@ func TestReadSSE(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("events %q, want %q", got, tc.want)
+			}
+			if cursor.lastEventID != tc.lastID || cursor.retry != tc.retry {
+				t.Fatalf("cursor %+v, want last ID %q and retry %s", cursor, tc.lastID, tc.retry)
 			}
 		})
 	}
@@ -86,15 +94,20 @@ func TestParseLeanMessage(t *testing.T) {
 // TestLeanBody checks the request the lean path builds against the params mcp-go's client
 // would send for the same call.
 func TestLeanBody(t *testing.T) {
+	legacy := &leanSession{}
 	l := &leanSession{
+		modern:   true,
 		metaHead: []byte(`"` + mcp.MetaKeyClientCapabilities + `":{},"` + mcp.MetaKeyClientInfo + `":{"name":"gatehouse","version":"1"}`),
 		metaTail: []byte(`"` + mcp.MetaKeyProtocolVersion + `":"2026-07-28"`),
 	}
 	tests := []struct {
 		name string
+		l    *leanSession
 		call leanCall
 		want string
 	}{
+		{name: "handshake revision", l: legacy, call: leanCall{name: "echo", args: json.RawMessage(`{}`)}, want: `{"arguments":{},"name":"echo"}`},
+		{name: "handshake revision with progress", l: legacy, call: leanCall{name: "echo", token: "gatehouse-1"}, want: `{"_meta":{"progressToken":"gatehouse-1"},"name":"echo"}`},
 		{name: "bare", call: leanCall{name: "echo"},
 			want: `{"_meta":{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"gatehouse","version":"1"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"echo"}`},
 		{name: "everything", call: leanCall{name: "a<b\"c", args: json.RawMessage(`{"x": [1, 2]}`), token: "gatehouse-9", logLevel: "debug"},
@@ -108,7 +121,11 @@ func TestLeanBody(t *testing.T) {
 				Method  string          `json:"method"`
 				Params  json.RawMessage `json:"params"`
 			}
-			body := l.body(&tc.call, leanIDBase+1)
+			ls := tc.l
+			if ls == nil {
+				ls = l
+			}
+			body := ls.body(&tc.call, leanIDBase+1)
 			if err := json.Unmarshal(body, &req); err != nil {
 				t.Fatalf("%s: %v", body, err)
 			}
@@ -132,7 +149,7 @@ func FuzzReadSSE(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		var events []string
-		if err := readSSE(bufio.NewReaderSize(strings.NewReader(in), 16), func(data []byte) bool {
+		if err := readSSE(bufio.NewReaderSize(strings.NewReader(in), 16), &sseCursor{}, func(data []byte) bool {
 			events = append(events, string(data))
 			return false
 		}); err != nil {

@@ -97,18 +97,6 @@ func serveLean(t *testing.T, script func(w http.ResponseWriter, r *http.Request,
 	s.AddTool(mcp.NewTool("echo", mcp.WithString("message")), func(_ context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText(r.GetString("message", "")), nil
 	})
-	s.AddTool(mcp.NewTool("steps"), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if m := r.Params.Meta; m != nil && m.ProgressToken != nil {
-			for i := 1; i <= 3; i++ {
-				_ = server.ServerFromContext(ctx).SendNotificationToClient(ctx, "notifications/progress",
-					map[string]any{"progressToken": m.ProgressToken, "progress": i, "total": 3, "message": fmt.Sprintf("step %d", i)})
-			}
-			// mcp-go's server drops notifications its stream writer has not taken by the
-			// time the handler returns.
-			time.Sleep(100 * time.Millisecond)
-		}
-		return mcp.NewToolResultText("stepped"), nil
-	})
 	s.AddTool(mcp.NewTool("slow"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		select {
 		case <-time.After(20 * time.Second):
@@ -118,7 +106,7 @@ func serveLean(t *testing.T, script func(w http.ResponseWriter, r *http.Request,
 			return nil, ctx.Err()
 		}
 	})
-	for _, name := range []string{"broken", "gone", "asks", "later", "down"} {
+	for _, name := range []string{"broken", "gone", "asks", "later", "down", "stream", "polled"} {
 		s.AddTool(mcp.NewTool(name), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText("unscripted"), nil
 		})
@@ -126,6 +114,15 @@ func serveLean(t *testing.T, script func(w http.ResponseWriter, r *http.Request,
 	h := server.NewStreamableHTTPServer(s)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
+			if last := r.Header.Get("Last-Event-ID"); last != "" { // a resumed stream (handshake revisions)
+				ls.mu.Lock()
+				ls.posts = append(ls.posts, leanPost{method: "GET " + last, header: r.Header.Clone()})
+				ls.mu.Unlock()
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				_, _ = io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"id\":"+last+",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"resumed\"}]}}\n\n")
+				return
+			}
 			h.ServeHTTP(w, r)
 			return
 		}
@@ -182,6 +179,15 @@ func TestLeanToolsCall(t *testing.T) {
 		switch p.tool {
 		case "broken":
 			writeJSONRPC(w, http.StatusOK, `{"jsonrpc":"2.0","id":`+string(p.id)+`,"error":{"code":-32602,"message":"bad arguments","data":{"field":"x"}}}`)
+		case "stream": // progress on the call's stream, then the result
+			w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+			w.WriteHeader(http.StatusOK)
+			token, _ := json.Marshal(p.meta["progressToken"])
+			for i := 1; i <= 3; i++ {
+				_, _ = fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":%s,\"progress\":%d,\"total\":3,\"message\":\"step %d\"}}\n\n", token, i, i)
+				w.(http.Flusher).Flush()
+			}
+			_, _ = fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"streamed\"}]}}\n\n", p.id)
 		case "down":
 			w.WriteHeader(http.StatusBadGateway)
 			_, _ = io.WriteString(w, "upstream proxy error")
@@ -263,16 +269,12 @@ func TestLeanToolsCall(t *testing.T) {
 			got = append(got, fmt.Sprintf("%v/%v %s", p.Progress, *p.Total, p.Message))
 			mu.Unlock()
 		})
-		res, err := b.CallTool(ctx, "steps", nil)
+		res, err := b.CallTool(ctx, "stream", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if txt := firstText(t, res); txt != "stepped" {
-			t.Fatalf("steps = %q", txt)
-		}
-		calls := srv.calls()
-		if p := calls[len(calls)-1]; !strings.HasPrefix(p.respType, "text/event-stream") {
-			t.Fatalf("response type %q: the server did not stream", p.respType)
+		if txt := firstText(t, res); txt != "streamed" {
+			t.Fatalf("stream = %q", txt)
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -355,5 +357,52 @@ func TestLeanToolsCall(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("the server's handler never saw the call cancelled")
 		}
+	})
+}
+
+// TestLeanToolsCallHandshakeRevision: on a revision before 2026-07-28 the lean path sends
+// the session ID and no request metadata or standard headers, tells the server of a
+// cancelled call, and resumes a stream the server ended before the response.
+func TestLeanToolsCallHandshakeRevision(t *testing.T) {
+	srv := serveLean(t, func(w http.ResponseWriter, r *http.Request, p leanPost, s *leanServer) bool {
+		if p.tool != "polled" {
+			return false
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		_, _ = fmt.Fprintf(w, "id: %s\nretry: 10\ndata:\n\n", p.id)
+		return true
+	})
+	cfg := leanUpstream(srv.url)
+	cfg.ProtocolVersions = []string{mcp.ProtocolVersion20251125}
+	b, _ := start(t, []mcpbackend.Config{cfg})
+
+	if got := callText(t, b, "echo", `{"message":"hi"}`); got != "hi" {
+		t.Fatalf("echo = %q", got)
+	}
+	calls := srv.calls()
+	p := calls[len(calls)-1]
+	if id, err := strconv.ParseInt(string(p.id), 10, 64); err != nil || id <= 1<<40 {
+		t.Fatalf("request id %s: not sent on the lean path", p.id)
+	}
+	if p.header.Get("Mcp-Session-Id") == "" || p.header.Get("Mcp-Protocol-Version") != mcp.ProtocolVersion20251125 ||
+		p.header.Get("Mcp-Method") != "" || p.header.Get("X-Test") != "1" || len(p.meta) != 0 {
+		t.Fatalf("headers %v, _meta %v", p.header, p.meta)
+	}
+
+	if got := callText(t, b, "polled", `{}`); got != "resumed" {
+		t.Fatalf("polled = %q", got)
+	}
+	if srv.count("GET "+string(srv.calls()[len(srv.calls())-1].id)) != 1 {
+		t.Fatal("the stream was not resumed with Last-Event-ID")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := b.CallTool(ctx, "slow", nil); codeOf(err) != schemas.CodeDeadlineExceeded {
+		t.Fatalf("slow: %v", err)
+	}
+	waitFor(t, 5*time.Second, "notifications/cancelled to be posted", func() bool {
+		return srv.count(string(mcp.MethodNotificationCancelled)) > 0
 	})
 }
