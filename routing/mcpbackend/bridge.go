@@ -284,15 +284,24 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args json.RawMessage
 	defer func() { gateway.ObserverFrom(ctx).ToolCalled(name, r.up.cfg.Name, time.Since(start)) }()
 	var typed *mcp.CallToolResult // mcp-go's decoding of x.result, for a face that wants it
 	x, err := r.up.do(ctx, func(ctx context.Context, s *session) error {
+		var token string
+		if progress != nil {
+			token = r.up.newToken()
+			r.up.progress.Store(token, progress)
+			defer r.up.progress.Delete(token)
+		}
+		if s.lean != nil && !r.paramHeaders {
+			c := leanCall{name: r.original, args: args, token: token, logLevel: logLevelFor(ctx, s)}
+			if err := s.callToolLean(ctx, s.lean, &c, exchangeFrom(ctx)); !errors.Is(err, errLeanFallback) {
+				return err
+			}
+		}
 		req := mcp.CallToolRequest{}
 		req.Params.Name = r.original
 		if args != nil {
 			req.Params.Arguments = args
 		}
-		if progress != nil {
-			token := r.up.newToken()
-			r.up.progress.Store(token, progress)
-			defer r.up.progress.Delete(token)
+		if token != "" {
 			req.Params.Meta = &mcp.Meta{ProgressToken: token}
 		}
 		askLogLevel(ctx, s, &req.Params.Meta)

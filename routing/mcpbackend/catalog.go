@@ -1,6 +1,7 @@
 package mcpbackend
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"sort"
@@ -87,6 +88,9 @@ type route struct {
 	original string
 	entry    *Entry
 	prefix   string // templates: the literal part before the first '{'
+	// paramHeaders: a tool whose definition mirrors arguments into Mcp-Param-* headers
+	// (x-mcp-header), which mcp-go's client sets: it is not called on the lean path.
+	paramHeaders bool
 }
 
 // claim is one upstream's item competing for an exposed name.
@@ -205,7 +209,8 @@ func entries(cs []claim, kindName string, down map[*upstream]string, rt map[stri
 			out = append(out, e)
 		}
 		if len(group) == 1 {
-			rt[n] = &route{up: group[0].up, original: group[0].raw.key, entry: &out[len(out)-1]}
+			rt[n] = &route{up: group[0].up, original: group[0].raw.key, entry: &out[len(out)-1],
+				paramHeaders: bytes.Contains(group[0].raw.def, []byte(`"x-mcp-header"`))}
 		} else {
 			rt[n] = &route{entry: &out[len(out)-1]} // collision: no upstream
 		}

@@ -176,11 +176,7 @@ func (h inputHandler) answer(ctx context.Context, method string, params, result 
 // peer none are asked for; on a handshake revision the session's level applies
 // (session.askForLogs).
 func askLogLevel(ctx context.Context, s *session, meta **mcp.Meta) {
-	p := peerFrom(ctx)
-	if p == nil || !mcp.IsModernProtocol(s.version) {
-		return
-	}
-	level := p.Capabilities().LogLevel
+	level := logLevelFor(ctx, s)
 	if level == "" {
 		return
 	}
@@ -191,4 +187,13 @@ func askLogLevel(ctx context.Context, s *session, meta **mcp.Meta) {
 		(*meta).AdditionalFields = map[string]any{}
 	}
 	(*meta).AdditionalFields[mcp.MetaKeyLogLevel] = level
+}
+
+// logLevelFor is the per-request log level askLogLevel asks for, or "".
+func logLevelFor(ctx context.Context, s *session) string {
+	p := peerFrom(ctx)
+	if p == nil || !mcp.IsModernProtocol(s.version) {
+		return ""
+	}
+	return p.Capabilities().LogLevel
 }

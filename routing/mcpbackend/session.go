@@ -32,6 +32,12 @@ type session struct {
 	started time.Time
 	// listening: a streamable HTTP transport with the standalone GET stream open.
 	listening bool
+	// lean: the lean tools/call path's state (lean.go); nil when the session cannot use it.
+	lean    *leanSession
+	leanIDs atomic.Int64
+	// ctx ends when the session is closed: the lean path's requests end with it.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	inflight atomic.Int64
 	calls    callers // the requests in flight and the peers they carry
@@ -76,6 +82,7 @@ func (u *upstream) connect(ctx context.Context, slot int) (*session, error) {
 
 func (u *upstream) dial(ctx context.Context, slot int, legacyHTTP bool) (*session, error) {
 	s := &session{up: u, slot: slot, dead: make(chan struct{}), started: u.owner().now()}
+	s.ctx, s.cancel = context.WithCancel(u.ctx)
 	inner, err := s.transport(legacyHTTP)
 	if err != nil {
 		return nil, err
@@ -100,6 +107,7 @@ func (u *upstream) dial(ctx context.Context, slot int, legacyHTTP bool) (*sessio
 		s.close()
 		return nil, err
 	}
+	s.lean = leanFor(s)
 	if mcp.IsModernProtocol(s.version) {
 		s.listen()
 	} else {
@@ -301,6 +309,9 @@ func (s *session) isDead() bool {
 // a child is stopped (gracefully unless it was killed) and reaped.
 func (s *session) close() {
 	s.closeOnce.Do(func() {
+		if s.cancel != nil {
+			s.cancel()
+		}
 		s.listenMu.Lock()
 		if s.stopListen != nil {
 			s.stopListen()
