@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/gatehouse-dev/gatehouse/configs"
 	"github.com/gatehouse-dev/gatehouse/demo"
 	calculatorv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/calculator/v1"
 )
@@ -204,8 +205,7 @@ func BenchmarkGRPCEndToEnd(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = stop() })
 
-	b.Run("gateway", func(b *testing.B) {
-		url := benchGatewayYAML(b, fmt.Sprintf(`
+	routes := fmt.Sprintf(`
 routing:
   grpc:
     - name: calculator
@@ -213,7 +213,20 @@ routing:
       descriptors: {reflection: true}
       methods: {subtract: calculator.v1.CalculatorService/Subtract}
       unwrap: {subtract: result}
-`, addr))
+`, addr)
+	b.Run("gateway", func(b *testing.B) {
+		url := benchGatewayYAML(b, routes)
+		waitBackend(b, url)
+		benchPost(b, url, subtractBody, `"result":19`)
+	})
+	// The same call with the enforcement every shipped configuration turns on (breakers,
+	// retries, admission: the default's sections verbatim), metrics on as everywhere.
+	b.Run("gateway_shipped", func(b *testing.B) {
+		shipped, err := configs.Sections("breakers", "retries", "admission")
+		if err != nil {
+			b.Fatal(err)
+		}
+		url := benchGatewayYAML(b, routes+shipped)
 		waitBackend(b, url)
 		benchPost(b, url, subtractBody, `"result":19`)
 	})
