@@ -15,6 +15,7 @@ type encoder struct {
 	out     []byte
 	plan    *Plan
 	discard bool
+	strict  bool     // Options.StrictNumbers
 	canon   int      // > 0 inside google.protobuf.Any: write in deterministic order
 	sbuf    []byte   // unescaped string contents
 	bin     []byte   // decoded base64
@@ -32,7 +33,7 @@ const maxPooled = 64 << 10
 
 func getEncoder(p *Plan, dst, in []byte) *encoder {
 	e := encoders.Get().(*encoder)
-	e.in, e.pos, e.out, e.plan, e.discard, e.canon = in, 0, dst, p, p.opts.DiscardUnknown, 0
+	e.in, e.pos, e.out, e.plan, e.discard, e.strict, e.canon = in, 0, dst, p, p.opts.DiscardUnknown, p.opts.StrictNumbers, 0
 	return e
 }
 

@@ -121,12 +121,15 @@ func is32(k protoreflect.Kind) bool {
 	return false
 }
 
-// integer reads the integer at e.pos, a number or a string holding one, and returns it
-// as two's complement bits.
+// integer reads the integer at e.pos, a number or a string holding one (not under
+// Options.StrictNumbers), and returns it as two's complement bits.
 func (e *encoder) integer(bits int, signed bool) (uint64, *PathError) {
 	text, quoted, err := e.numberToken("integer")
 	if err != nil {
 		return 0, err
+	}
+	if quoted && e.strict {
+		return 0, errQuotedInteger()
 	}
 	if quoted && !isNumberText(text) {
 		return 0, fail("want integer, got string")
@@ -154,6 +157,11 @@ func (e *encoder) numberToken(want string) (text []byte, quoted bool, err *PathE
 		return s, true, err
 	}
 	return nil, false, e.want(want)
+}
+
+// errQuotedInteger refuses a quoted integer under Options.StrictNumbers.
+func errQuotedInteger() *PathError {
+	return fail("want integer as a JSON number, got string (strict_numbers)")
 }
 
 func intReason(bits int, signed bool) string {

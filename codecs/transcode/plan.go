@@ -30,6 +30,11 @@ type Options struct {
 	// protojson.MarshalOptions.EmitUnpopulated does: zero values for scalars without
 	// presence, null for fields with presence, [] and {} for lists and maps.
 	EmitUnpopulated bool
+	// StrictNumbers makes EncodeJSON refuse an integer field's value written as a string
+	// ("42"), which proto3 JSON (and protojson) accept: only a JSON number is an integer.
+	// Floats keep their quoted forms ("NaN", "Infinity", "1.5"); map keys are strings in
+	// JSON and stay so.
+	StrictNumbers bool
 	// Resolver resolves the types held in google.protobuf.Any; nil means
 	// protoregistry.GlobalTypes.
 	Resolver Resolver

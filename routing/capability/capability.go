@@ -45,6 +45,11 @@ type Capability struct {
 	Deterministic bool
 	// Cost is the cost hint learned from the calls the capability served.
 	Cost Cost
+	// InputChecked is true when the capability's method checks its input against Input
+	// itself before any backend sees it (an MCP tool: the bridge's target does, with the
+	// schema compiled once per catalog version). Invoke then leaves the check to the
+	// method, so the input is checked once, and reports a refusal in its own notation.
+	InputChecked bool
 }
 
 // Example is one sample input and output of a capability.

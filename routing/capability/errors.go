@@ -6,6 +6,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/codecs/nekte"
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend/inputschema"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
@@ -61,12 +62,34 @@ func invalidParams(field, reason string) *gateway.Error {
 	return e
 }
 
-// inputInvalid is INVALID_PARAMS for an input its schema refuses, with data {path, reason}.
+// inputInvalid is INVALID_PARAMS for an input its schema refuses, with data {path, reason}
+// and the failing keyword when there is one.
 func inputInvalid(err error) *gateway.Error {
 	if ie, ok := errors.AsType[*inputError](err); ok {
-		return gateway.NewError(schemas.CodeInvalidParams).With("path", ie.Path).With("reason", ie.Reason)
+		e := gateway.NewError(schemas.CodeInvalidParams).With("path", ie.Path).With("reason", ie.Reason)
+		if ie.Keyword != "" {
+			e = e.With("keyword", ie.Keyword)
+		}
+		return e
 	}
 	return gateway.NewError(schemas.CodeInvalidParams).Wrap(err)
+}
+
+// methodError is the error of a capability's method as Invoke returns it: a refusal of the
+// input by the method's own check (Capability.InputChecked) is described like Invoke's
+// own, by its first failure in NEKTE's notation ("in.items[2]"), with every failure the
+// method reported kept in data.errors; anything else is returned as it is.
+func methodError(err error) *gateway.Error {
+	ge := gateway.AsError(err)
+	ie, ok := errors.AsType[*inputschema.Error](err)
+	if !ok || ge.Code() != schemas.CodeInvalidParams {
+		return ge
+	}
+	out := inputInvalid(nekteInputError(ie))
+	if errs, ok := ge.Data()["errors"]; ok {
+		out = out.With("errors", errs)
+	}
+	return out.Wrap(ie)
 }
 
 // toolFailed is TOOL_FAILED for an MCP result with isError set, shaped as the MCP target

@@ -16,7 +16,8 @@ import (
 // Invoke runs nekte.invoke: it finds the capability p.Cap (CAPABILITY_NOT_FOUND when
 // there is none), checks p.H against the current hash when given (VERSION_MISMATCH with
 // the current hash and the L2 entry when stale), validates p.In against the input schema
-// (INVALID_PARAMS naming the failing path; an absent in is {}), runs the capability
+// (INVALID_PARAMS naming the failing path; an absent in is {}) unless its method checks
+// the input itself (Capability.InputChecked: its refusal is reported the same way), runs the capability
 // through inv, collects a streamed result into an array (at most
 // invoke.max_collected_bytes), builds the result's levels (MCP tool results by the MCP
 // rules, anything else by the JSON rules of codecs/nekte), resolves them against p.Budget,
@@ -41,13 +42,15 @@ func (r *Registry) Invoke(ctx context.Context, inv Invoker, p nekte.InvokeParams
 	if len(in) == 0 {
 		in = emptyObject
 	}
-	if err := r.validator(e).check(in); err != nil {
-		return nil, inputInvalid(err)
+	if !e.InputChecked {
+		if err := r.validator(e).check(in); err != nil {
+			return nil, inputInvalid(err)
+		}
 	}
 	start := time.Now()
 	res, err := inv.Invoke(ctx, e.capability(), in)
 	if err != nil {
-		return nil, gateway.AsError(err)
+		return nil, methodError(err)
 	}
 	value, err := collect(ctx, res, r.cfg.Invoke.MaxCollectedBytes)
 	if err != nil {

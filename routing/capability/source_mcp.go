@@ -45,7 +45,8 @@ func generationOf(cat *mcpbackend.Catalog) uint64 {
 // the output its outputSchema (absent: any value), the method namespace + name. Tools that
 // are unavailable (upstream down, name collision) or whose definition is not a tool are
 // left out. A tool is deterministic when its annotations say it is read-only, idempotent
-// and not open-world.
+// and not open-world. Their input is checked by the bridge's target, against the schema
+// it compiled for the catalog (InputChecked), not again by Invoke.
 func MCPTools(entries []mcpbackend.Entry, namespace string) []Capability {
 	out := make([]Capability, 0, len(entries))
 	for _, e := range entries {
@@ -65,6 +66,7 @@ func MCPTools(entries []mcpbackend.Entry, namespace string) []Capability {
 			Kind:          KindMCPTool,
 			Source:        e.Upstream,
 			Deterministic: def.Annotations.deterministic(),
+			InputChecked:  true,
 		})
 	}
 	return out

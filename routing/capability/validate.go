@@ -1,34 +1,26 @@
 package capability
 
 import (
-	"bytes"
 	"container/list"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend/inputschema"
 )
 
 // validatorCacheSize bounds the compiled input schemas kept across snapshots.
 const validatorCacheSize = 1024
 
-// schemaURL is the location compiled schemas are registered under; a relative $ref
-// resolves against it and is refused like every external reference.
-const schemaURL = "urn:gatehouse:capability-input"
-
 // validator is an input schema compiled once. A schema that does not compile (a $ref to
 // a document elsewhere, a pattern Go's regexp engine cannot run) validates nothing: the
 // backend, which owns the schema, still checks the input.
 type validator struct {
-	schema *jsonschema.Schema // nil: no validation
-	err    error              // why the schema did not compile
+	schema *inputschema.Schema // nil: no validation
+	err    error               // why the schema did not compile
 }
 
 // validatorCache keeps compiled input schemas by the SHA-256 of the schema text, least
@@ -83,37 +75,21 @@ func (c *validatorCache) len() int {
 }
 
 // compileValidator compiles an input schema: draft 2020-12 unless it names its draft with
-// $schema, external references refused.
+// $schema, external references refused (inputschema.Compile, unbounded: the schema is the
+// gateway's own or a backend's the operator configured).
 func compileValidator(schema json.RawMessage) *validator {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
-	if err != nil {
-		return &validator{err: err}
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(refuseLoader{})
-	if err := c.AddResource(schemaURL, doc); err != nil {
-		return &validator{err: err}
-	}
-	s, err := c.Compile(schemaURL)
+	s, err := inputschema.Compile(schema, inputschema.Limits{})
 	if err != nil {
 		return &validator{err: err}
 	}
 	return &validator{schema: s}
 }
 
-// refuseLoader loads no document: a capability's schema must be self-contained, and the
-// gateway does not read files or fetch URLs a backend names.
-type refuseLoader struct{}
-
-var errExternalRef = errors.New("external schema references are not loaded")
-
-func (refuseLoader) Load(string) (any, error) { return nil, errExternalRef }
-
 // inputError says where an input breaks its schema and why, without repeating the value.
 type inputError struct {
-	Path   string // "in", "in.items[2].name"
-	Reason string
+	Path    string // "in", "in.items[2].name"
+	Reason  string
+	Keyword string // the schema keyword that failed; empty when the input is not JSON
 }
 
 func (e *inputError) Error() string { return e.Path + ": " + e.Reason }
@@ -126,157 +102,21 @@ func (v *validator) check(in json.RawMessage) error {
 		}
 		return nil
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(in))
-	if err != nil {
-		return &inputError{Path: "in", Reason: "must be valid JSON"}
-	}
-	err = v.schema.Validate(inst)
+	err := v.schema.Check(in, 1)
 	if err == nil {
 		return nil
 	}
-	ve, ok := errors.AsType[*jsonschema.ValidationError](err)
+	ie, ok := errors.AsType[*inputschema.Error](err)
 	if !ok {
 		return &inputError{Path: "in", Reason: "does not match the input schema"}
 	}
-	leaf := firstFailure(ve)
-	reason, extra := describe(leaf)
-	loc := leaf.InstanceLocation
-	if extra != "" {
-		loc = append(slices.Clip(loc), extra)
-	}
-	return &inputError{Path: instancePath(inst, loc), Reason: reason}
+	return nekteInputError(ie)
 }
 
-// firstFailure returns the failure to report: among the innermost failures (an anyOf or
-// oneOf counts as one), the one at the first instance location, then the first keyword,
-// so that the choice does not depend on the validator's map order.
-func firstFailure(e *jsonschema.ValidationError) *jsonschema.ValidationError {
-	var leaves []*jsonschema.ValidationError
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		switch e.ErrorKind.(type) {
-		case *kind.AnyOf, *kind.OneOf:
-			leaves = append(leaves, e)
-			return
-		}
-		if len(e.Causes) == 0 {
-			leaves = append(leaves, e)
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(e)
-	slices.SortStableFunc(leaves, func(a, b *jsonschema.ValidationError) int {
-		if c := slices.Compare(a.InstanceLocation, b.InstanceLocation); c != 0 {
-			return c
-		}
-		return strings.Compare(strings.Join(a.ErrorKind.KeywordPath(), "/"), strings.Join(b.ErrorKind.KeywordPath(), "/"))
-	})
-	return leaves[0]
-}
-
-// describe says what a failure requires, without the offending value, and names the
-// member the failure is about when it is below the failing location (a missing or extra
-// property).
-func describe(e *jsonschema.ValidationError) (reason, member string) {
-	switch k := e.ErrorKind.(type) {
-	case *kind.Required:
-		return "is required", k.Missing[0]
-	case *kind.AdditionalProperties:
-		return "is not allowed", slices.Min(k.Properties)
-	case *kind.DependentRequired:
-		return fmt.Sprintf("is required when %q is set", k.Prop), k.Missing[0]
-	case *kind.Dependency:
-		return fmt.Sprintf("is required when %q is set", k.Prop), k.Missing[0]
-	case *kind.AnyOf, *kind.OneOf:
-		return alternatives(e), ""
-	}
-	return limitReason(e.ErrorKind), ""
-}
-
-// alternatives describes a failed anyOf or oneOf: the types allowed when every branch
-// failed on its type alone, else a general message.
-func alternatives(e *jsonschema.ValidationError) string {
-	if k, ok := e.ErrorKind.(*kind.OneOf); ok && len(k.Subschemas) > 1 {
-		return "must match exactly one alternative of the schema; it matches several"
-	}
-	var want []string
-	for _, c := range e.Causes {
-		t, ok := c.ErrorKind.(*kind.Type)
-		if !ok || len(c.Causes) > 0 {
-			return "must match one alternative of the schema"
-		}
-		want = append(want, t.Want...)
-	}
-	slices.Sort(want)
-	return "must be of type " + strings.Join(slices.Compact(want), " or ")
-}
-
-// limitReason describes a failure of one keyword.
-func limitReason(k jsonschema.ErrorKind) string {
-	switch k := k.(type) {
-	case *kind.Type:
-		return "must be of type " + strings.Join(k.Want, " or ")
-	case *kind.Enum:
-		return "must be one of " + jsonList(k.Want)
-	case *kind.Const:
-		return "must be " + jsonList([]any{k.Want})
-	case *kind.Minimum:
-		return "must be at least " + k.Want.RatString()
-	case *kind.Maximum:
-		return "must be at most " + k.Want.RatString()
-	case *kind.ExclusiveMinimum:
-		return "must be greater than " + k.Want.RatString()
-	case *kind.ExclusiveMaximum:
-		return "must be less than " + k.Want.RatString()
-	case *kind.MultipleOf:
-		return "must be a multiple of " + k.Want.RatString()
-	case *kind.MinLength:
-		return fmt.Sprintf("must be at least %d characters long", k.Want)
-	case *kind.MaxLength:
-		return fmt.Sprintf("must be at most %d characters long", k.Want)
-	case *kind.MinItems:
-		return fmt.Sprintf("must have at least %d items", k.Want)
-	case *kind.MaxItems:
-		return fmt.Sprintf("must have at most %d items", k.Want)
-	case *kind.MinProperties:
-		return fmt.Sprintf("must have at least %d members", k.Want)
-	case *kind.MaxProperties:
-		return fmt.Sprintf("must have at most %d members", k.Want)
-	case *kind.Pattern:
-		return "must match the pattern " + strconv.Quote(k.Want)
-	case *kind.Format:
-		return "must be a valid " + k.Want
-	case *kind.UniqueItems:
-		return fmt.Sprintf("items [%d] and [%d] must not be equal", k.Duplicates[0], k.Duplicates[1])
-	case *kind.Contains, *kind.MinContains:
-		return "must contain an item that matches the schema"
-	case *kind.MaxContains:
-		return "contains too many items that match the schema"
-	case *kind.AdditionalItems:
-		return "has more items than the schema allows"
-	case *kind.PropertyNames:
-		return "has a member name the schema does not allow"
-	case *kind.FalseSchema, *kind.Not:
-		return "is not allowed here"
-	default:
-		return "does not match the schema (" + strings.Join(k.KeywordPath(), "/") + ")"
-	}
-}
-
-// jsonList writes schema values (never the input's) as JSON, cut short when long.
-func jsonList(vs []any) string {
-	parts := make([]string, 0, len(vs))
-	for _, v := range vs {
-		b, err := json.Marshal(v)
-		if err != nil {
-			b = []byte("?")
-		}
-		parts = append(parts, string(b))
-	}
-	return clip(strings.Join(parts, ", "), 200, "…")
+// nekteInputError describes the first violation of ie in NEKTE's notation.
+func nekteInputError(ie *inputschema.Error) *inputError {
+	first := ie.Violations[0]
+	return &inputError{Path: instancePath(ie.Instance(), first.Location), Reason: first.Reason, Keyword: first.Keyword}
 }
 
 // plainMember is a member name written after a dot in paths.

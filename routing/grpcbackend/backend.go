@@ -217,7 +217,7 @@ type deprecation struct {
 
 func resolve(cfg Config, files *protoregistry.Files) (*resolved, error) {
 	r := &resolved{files: files, methods: make(map[string]*method)}
-	cache := newCodecCache(cfg.DiscardUnknown, files)
+	cache := newCodecCache(cfg, files)
 	for name, rpc := range cfg.Methods {
 		md, err := findMethod(files, rpc)
 		if err != nil {

@@ -28,9 +28,9 @@ type codecCache struct {
 	plans map[protoreflect.FullName]*transcode.Plan
 }
 
-func newCodecCache(discardUnknown bool, files *protoregistry.Files) *codecCache {
+func newCodecCache(cfg Config, files *protoregistry.Files) *codecCache {
 	return &codecCache{
-		opts:  transcode.Options{DiscardUnknown: discardUnknown, Resolver: dynamicpb.NewTypes(files)},
+		opts:  transcode.Options{DiscardUnknown: cfg.DiscardUnknown, StrictNumbers: cfg.StrictNumbers, Resolver: dynamicpb.NewTypes(files)},
 		plans: make(map[protoreflect.FullName]*transcode.Plan),
 	}
 }

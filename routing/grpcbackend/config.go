@@ -38,6 +38,11 @@ type Config struct {
 	// DiscardUnknown ignores params fields the request message does not have, instead of
 	// refusing the call with -32602.
 	DiscardUnknown bool `yaml:"discard_unknown" json:"discard_unknown,omitempty"`
+	// StrictNumbers refuses, with -32602 naming the field, an integer field's value sent as
+	// a string ("42"), which proto3 JSON accepts; only JSON numbers are integers then.
+	// Default false: proto3 JSON writes 64-bit integers as strings, so a client that sends
+	// back what it received (and JavaScript clients past 2^53) relies on the quoted form.
+	StrictNumbers bool `yaml:"strict_numbers" json:"strict_numbers,omitempty"`
 	// SurfaceMetadata lists response header and trailer keys surfaced to the caller: in
 	// error.data.metadata, and on success as Grpc-Metadata-<key> HTTP response headers.
 	SurfaceMetadata []string `yaml:"surface_metadata" json:"surface_metadata,omitempty"`

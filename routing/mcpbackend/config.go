@@ -75,6 +75,23 @@ type Config struct {
 	// token minted for it, with the upstream's name as audience): over HTTP and SSE in
 	// the Authorization header, over stdio in params._meta[MetaKeyAuthorization].
 	DownstreamToken gateway.DownstreamTokenConfig `yaml:"downstream_token" json:"downstream_token"`
+	// InputSchema bounds the compilation of the upstream's tool input schemas and the
+	// refusals of inputs that break them (input.go).
+	InputSchema InputSchemaConfig `yaml:"input_schema" json:"input_schema"`
+}
+
+// InputSchemaConfig bounds input validation for one upstream's tools. Each tool's
+// inputSchema is compiled once per catalog version; a schema past these bounds, one that
+// does not compile, refers to a document elsewhere ($ref) or is not an object schema,
+// withholds its tool from the catalog.
+type InputSchemaConfig struct {
+	// MaxBytes is the largest inputSchema accepted, in bytes of JSON (default 256 KiB).
+	MaxBytes int `yaml:"max_bytes" json:"max_bytes,omitempty"`
+	// MaxDepth is the deepest nesting of objects and arrays accepted in an inputSchema
+	// (default 64).
+	MaxDepth int `yaml:"max_depth" json:"max_depth,omitempty"`
+	// MaxErrors is how many failures a refusal lists in error.data.errors (default 8).
+	MaxErrors int `yaml:"max_errors" json:"max_errors,omitempty"`
 }
 
 // StdioConfig is a child process speaking MCP over stdio.
@@ -113,6 +130,11 @@ type HTTPConfig struct {
 	// sockets in TIME_WAIT. It caps nothing: more calls than this still run, each on a
 	// connection of its own.
 	MaxIdleConns int `yaml:"max_idle_conns" json:"max_idle_conns,omitempty"`
+	// AllowPlaintextHopToken lets a hop credential (downstream_token mode mint or
+	// passthrough) travel over a plain http:// URL to a host that is not loopback. Without
+	// it such a configuration is refused: anyone on the path could read the token and
+	// replay it within its lifetime.
+	AllowPlaintextHopToken bool `yaml:"allow_plaintext_hop_token" json:"allow_plaintext_hop_token,omitempty"`
 }
 
 // TLSConfig is transport security for an HTTP upstream.
@@ -195,6 +217,9 @@ const (
 	DefaultStopGrace         = 2 * time.Second
 	DefaultMaxIdleConns      = 64
 	MaxMaxIdleConns          = 10000
+	DefaultInputSchemaBytes  = 256 << 10
+	DefaultInputSchemaDepth  = 64
+	DefaultInputErrors       = 8
 )
 
 // DefaultProtocolVersions are offered when a Config lists none, newest first.
@@ -238,6 +263,7 @@ func (c Config) withDefaults() Config {
 	if c.Elicitation == "" {
 		c.Elicitation = PolicyRefuse
 	}
+	c.InputSchema = c.InputSchema.withDefaults()
 	if s := c.Stdio; s != nil {
 		cp := *s
 		if cp.StderrLineBytes == 0 {
@@ -247,6 +273,19 @@ func (c Config) withDefaults() Config {
 			cp.StopGrace = DefaultStopGrace
 		}
 		c.Stdio = &cp
+	}
+	return c
+}
+
+func (c InputSchemaConfig) withDefaults() InputSchemaConfig {
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultInputSchemaBytes
+	}
+	if c.MaxDepth == 0 {
+		c.MaxDepth = DefaultInputSchemaDepth
+	}
+	if c.MaxErrors == 0 {
+		c.MaxErrors = DefaultInputErrors
 	}
 	return c
 }
@@ -298,6 +337,9 @@ func (c Config) validate() error {
 	}
 	if err := c.Names.validate(); err != nil {
 		return err
+	}
+	if i := c.InputSchema; i.MaxBytes < 0 || i.MaxDepth < 0 || i.MaxErrors < 0 {
+		return errors.New("input_schema: max_bytes, max_depth and max_errors must not be negative")
 	}
 	for _, p := range slices.Concat(c.Tools.Allow, c.Tools.Deny) {
 		if _, err := path.Match(p, ""); err != nil {
@@ -355,7 +397,10 @@ func (c Config) validateTransport() error {
 	if h.MaxIdleConns < 0 || h.MaxIdleConns > MaxMaxIdleConns {
 		return fmt.Errorf("max_idle_conns must be between 1 and %d (0: the default, %d)", MaxMaxIdleConns, DefaultMaxIdleConns)
 	}
-	return checkURL(h.URL, h.TLS != nil)
+	if err := checkURL(h.URL, h.TLS != nil); err != nil {
+		return err
+	}
+	return c.checkPlaintextHop(h)
 }
 
 // checkURL checks an endpoint URL: absolute http or https, and https when TLS is

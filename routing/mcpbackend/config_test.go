@@ -43,8 +43,8 @@ func TestValidate(t *testing.T) {
 		{"client policies", stdio(func(c *mcpbackend.Config) { c.Sampling, c.Elicitation = "client", "client" }), ""},
 		{"elicitation policy", stdio(func(c *mcpbackend.Config) { c.Elicitation = "ask" }), "elicitation must be refuse, client or route"},
 		{"negative cap", stdio(func(c *mcpbackend.Config) { c.MaxConcurrent = -1 }), "max_concurrent"},
-		{"idle conns at the limit", mcpbackend.Config{Name: "h", HTTP: &mcpbackend.HTTPConfig{URL: "http://x/mcp", MaxIdleConns: mcpbackend.MaxMaxIdleConns}}, ""},
-		{"one idle conn", mcpbackend.Config{Name: "h", SSE: &mcpbackend.HTTPConfig{URL: "http://x/sse", MaxIdleConns: 1}}, ""},
+		{"idle conns at the limit", mcpbackend.Config{Name: "h", HTTP: &mcpbackend.HTTPConfig{URL: "http://127.0.0.1/mcp", MaxIdleConns: mcpbackend.MaxMaxIdleConns}}, ""},
+		{"one idle conn", mcpbackend.Config{Name: "h", SSE: &mcpbackend.HTTPConfig{URL: "http://127.0.0.1/sse", MaxIdleConns: 1}}, ""},
 		{"idle conns past the limit", mcpbackend.Config{Name: "h", HTTP: &mcpbackend.HTTPConfig{URL: "http://x/mcp", MaxIdleConns: mcpbackend.MaxMaxIdleConns + 1}}, "max_idle_conns"},
 		{"negative idle conns", mcpbackend.Config{Name: "h", SSE: &mcpbackend.HTTPConfig{URL: "http://x/sse", MaxIdleConns: -1}}, "max_idle_conns"},
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/canonical"
+	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend/inputschema"
 )
 
 // kind is a set of catalog lists.
@@ -35,6 +36,10 @@ type rawEntry struct {
 // serverCatalog is what one upstream offers.
 type serverCatalog struct {
 	tools, resources, templates, prompts []rawEntry
+	// inputs are the compiled input schemas of tools, by upstream tool name; withheld are
+	// the tools left out of tools because theirs could not be used (input.go).
+	inputs   map[string]*inputschema.Schema
+	withheld []withheldTool
 }
 
 // requestRefresh asks for the lists in k to be reloaded; requests made while a reload
@@ -125,6 +130,9 @@ func (u *upstream) load(ctx context.Context, s *session, k kind) (*serverCatalog
 			return nil, err
 		}
 		*l.dst = entries
+	}
+	if k&kindTools != 0 {
+		u.compileInputs(next, u.cat.Load())
 	}
 	return next, nil
 }

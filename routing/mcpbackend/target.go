@@ -104,6 +104,9 @@ func (t *Target) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Resul
 	if err != nil {
 		return nil, err
 	}
+	if err := t.b.checkInput(name, args); err != nil { // input.go: before any upstream sees it
+		return nil, err
+	}
 	res, err := t.b.CallTool(ctx, name, args)
 	if err != nil {
 		return nil, err
