@@ -55,6 +55,7 @@ func (f *Face) serveRPC(c *gin.Context) {
 		return
 	}
 	events := newSSEWriter(r.Context(), w, st.SSE, st.WriteTimeout)
+	events.watchAs(p.Liveness, ex.Principal)
 	defer events.close()
 	base := &delivery{w: w, events: events}
 	ex.Delivery = base
