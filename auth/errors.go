@@ -35,6 +35,7 @@ const (
 	ReasonUnknownAPIKey     Reason = "unknown api key"              // the API key matches no configured hash
 	ReasonRevoked           Reason = "revoked"                      // verified, but its jti or its subject is on the revocation list
 	ReasonCertNoIdentity    Reason = "certificate without identity" // a verified client certificate with no SPIFFE id and no subject CN
+	ReasonOtherSubject      Reason = "different subject"            // a credential renewing a connection's names another subject or issuer
 )
 
 // DataReason is the member of error.data that carries the Reason.
@@ -48,7 +49,7 @@ var refusals = func() map[Reason]*gateway.Error {
 		ReasonTooLarge, ReasonMalformed, ReasonUnsupportedHeader, ReasonAlgorithm, ReasonInvalidClaims,
 		ReasonUnknownIssuer, ReasonUnknownKey, ReasonBadSignature, ReasonExpired, ReasonNotYetValid,
 		ReasonIssuedInFuture, ReasonWrongAudience, ReasonMissingClaim, ReasonUnknownAPIKey, ReasonRevoked,
-		ReasonCertNoIdentity,
+		ReasonCertNoIdentity, ReasonOtherSubject,
 	} {
 		m[r] = gateway.NewError(schemas.CodeAuthentication).With(DataReason, string(r))
 	}

@@ -172,6 +172,12 @@ type Revocations struct {
 	mu      sync.Mutex
 	failing bool // under mu: the last sync failed (logged once per outage)
 
+	// listeners are told of changes (revoke_listen.go); changed wakes the follower to tell
+	// them of a change made here.
+	listenMu  sync.Mutex
+	listeners map[*func()]struct{}
+	changed   chan struct{}
+
 	ctx       context.Context // canceled by Close: ends the follower and a sync in flight
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -199,7 +205,7 @@ func OpenRevocations(ctx context.Context, kv state.KV, cfg *RevocationConfig, op
 	r := &Revocations{
 		kv: kv, indexKey: opts.KeyPrefix + "index", versionKey: opts.KeyPrefix + "version", recPx: opts.KeyPrefix + "r/",
 		channel: opts.KeyPrefix + "changed",
-		log:     opts.Logger, now: opts.Now, done: make(chan struct{}),
+		log:     opts.Logger, now: opts.Now, done: make(chan struct{}), changed: make(chan struct{}, 1),
 	}
 	settings := cfg.settings()
 	r.cfg.Store(&settings)
@@ -273,13 +279,20 @@ func (r *Revocations) follow() {
 				continue
 			}
 			t.Stop() // Reset below; since Go 1.23 a stopped timer delivers nothing stale
+		case <-r.changed: // a change made here: in the snapshot already
+			r.notify()
+			continue
 		}
 		refresh := r.cfg.Load().Refresh
 		ctx, cancel := context.WithTimeout(r.ctx, refresh)
+		before := r.snap.Load().stamp
 		err := r.sync(ctx)
 		cancel()
 		if r.ctx.Err() != nil {
 			return
+		}
+		if r.snap.Load().stamp != before {
+			r.notify()
 		}
 		r.mu.Lock()
 		switch {
@@ -482,6 +495,7 @@ func (r *Revocations) update(ctx context.Context, edit func(idx *storedIndex, no
 			return fmt.Errorf("writing the revocation list: %w", err)
 		case swapped:
 			r.snap.Store(newSnapshot(idx, now))
+			r.wake()
 			r.announce(ctx, idx.Stamp)
 			return nil
 		}

@@ -132,7 +132,8 @@ func (v *Verifier) principal(claims map[string]any) (gateway.Principal, Reason) 
 	if _, r := stringClaim(claims, claimJti); r != "" {
 		return gateway.Principal{}, r
 	}
-	p := gateway.Principal{Subject: sub, Tier: DefaultTier, Claims: claims}
+	exp, _ := timeClaim(claims, claimExp) // checkTimes read it
+	p := gateway.Principal{Subject: sub, Tier: DefaultTier, Claims: claims, Expires: exp.Add(v.leeway)}
 	if v.tierClaim != "" {
 		tier, r := stringClaim(claims, v.tierClaim)
 		if r != "" {

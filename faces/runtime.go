@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/auth"
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
@@ -49,6 +50,11 @@ type Pipeline struct {
 	Access *observability.AccessLog
 	// Tracer starts the calls' spans; nil when tracing is off.
 	Tracer *observability.CallTracer
+	// Liveness re-checks the principal of a connection that outlives the request that
+	// authenticated it (WebSocket, event streams, MCP streams) before each of its calls, and
+	// ends the connection when the credential expires or is revoked. It is the process's,
+	// the same in every configuration; nil checks expiry only.
+	Liveness *auth.Liveness
 }
 
 // LimitsFor returns the decoder limits for a caller: the batch size depends on its tier.

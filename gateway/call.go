@@ -74,6 +74,11 @@ type Principal struct {
 	// whose hop mode is passthrough; empty for callers without one. It is a credential:
 	// never log it, never put it in an error or a result.
 	Bearer string
+	// Expires is the instant from which the credential is refused as expired (a token's exp
+	// plus its issuer's leeway); the zero time for credentials that do not expire (API keys,
+	// anonymous callers). Connections that outlive the request that authenticated them
+	// close at it.
+	Expires time.Time
 }
 
 // Credentials are what a face extracted from the transport before decoding any payload.

@@ -20,11 +20,13 @@ func (s *Server) openRevocations(cfg *auth.RevocationConfig) error {
 		return fmt.Errorf("auth: revocation: %w", err)
 	}
 	s.revocations = rev
+	s.liveness = auth.NewLiveness(rev, s.opts.Now)
 	return nil
 }
 
 // closeRevocations stops following the revocation list; it is safe to call more than once.
 func (s *Server) closeRevocations() {
+	s.liveness.Close()
 	if s.revocations != nil {
 		_ = s.revocations.Close() // Close always returns nil
 	}

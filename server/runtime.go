@@ -55,6 +55,9 @@ type runtime struct {
 	// discovery and card, the MCP face's lists), made once per configuration.
 	visibility *capability.Visibility
 
+	// live is the process's liveness of long-lived connections (faces.Pipeline.Liveness).
+	live *auth.Liveness
+
 	refs      atomic.Int64
 	retired   atomic.Bool
 	closeOnce sync.Once
@@ -77,6 +80,8 @@ type process struct {
 	ring func() *auth.KeyRing
 	// rev is the revocation list the authenticator consults.
 	rev *auth.Revocations
+	// live re-checks long-lived connections' principals against rev and their expiry.
+	live *auth.Liveness
 	// m are the metrics (nil: off).
 	m *observability.Metrics
 }
@@ -84,7 +89,7 @@ type process struct {
 // process returns what the server builds every configuration's runtime on.
 func (s *Server) process() process {
 	return process{log: s.log, now: s.opts.Now, extra: s.opts.Targets, nekte: s.nekte, kv: s.kv, ring: s.KeyRing,
-		rev: s.revocations, m: s.metrics}
+		rev: s.revocations, live: s.liveness, m: s.metrics}
 }
 
 // buildRuntime builds a runtime from cfg on the process p, with what validating cfg
@@ -120,6 +125,7 @@ func buildRuntime(cfg *Config, pre *compiled, p process, prev *runtime) (*runtim
 	pol := policyOf(cfg, pre)
 	handler, parts := pipeline(pipelineParams{process: p, cfg: cfg, pol: pol, table: table, prev: prev})
 	rt := &runtime{
+		live:       p.live,
 		cfg:        cfg,
 		handler:    handler,
 		built:      parts,
@@ -218,6 +224,7 @@ func newPipeline(rt *runtime) *faces.Pipeline {
 		Log:               rt.log,
 		Access:            rt.access,
 		Tracer:            rt.trace.CallTracer(),
+		Liveness:          rt.live,
 	}
 }
 

@@ -80,6 +80,8 @@ type Server struct {
 	// revocations is the revocation list, over kv: opened at start (re-configured on
 	// reload), closed at shutdown before the state store.
 	revocations *auth.Revocations
+	// liveness re-checks long-lived connections against revocations and their expiry.
+	liveness *auth.Liveness
 
 	mcp   *mcpface.Face // nil when the MCP face is off
 	nekte *nekteService // nil when NEKTE was off at start

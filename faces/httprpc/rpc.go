@@ -58,6 +58,7 @@ func (f *Face) serveRPC(c *gin.Context) {
 	}
 	x.events = sseWriter{ctx: r.Context(), w: w, limits: st.SSE, timeout: st.WriteTimeout}
 	events := &x.events
+	events.watchAs(p.Liveness, ex.Principal)
 	defer events.close()
 	x.base = delivery{w: w, events: events}
 	ex.Delivery = &x.base

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/auth"
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/codecs/nekte"
 	"github.com/gatehouse-dev/gatehouse/codecs/sse"
@@ -29,6 +30,11 @@ import (
 // that produced it ends (which cancels the backend's side), what is queued is dropped, and
 // the response ends with one "error" event saying why, when it can still be written. A
 // write that fails or times out ends the stream the same way, without the event.
+//
+// A streamed result stops when the caller's credential expires or is revoked (within
+// auth.revocation.refresh): the backend's stream is cancelled and the final event is the
+// JSON-RPC error AUTHENTICATION_FAILED (4001) with data.reason "expired" or "revoked" (an
+// "error" event {code, message} for a stream of named events).
 type sseWriter struct {
 	ctx     context.Context // the request's: a producer stops waiting for room when it ends
 	w       http.ResponseWriter
@@ -44,6 +50,11 @@ type sseWriter struct {
 	q      *faces.SendQueue[[]byte] // nil until started
 	failed atomic.Bool              // a write failed: the consumer is gone
 	done   chan struct{}            // closed when the writer has exited
+
+	// live and principal re-check the caller while a streamed result is delivered
+	// (watch): the stream ends when the credential expires or is revoked.
+	live      *auth.Liveness
+	principal gateway.Principal
 }
 
 // newSSEWriter returns the event writer of the HTTP response to a request with context ctx;
@@ -53,7 +64,31 @@ func newSSEWriter(ctx context.Context, w http.ResponseWriter, limits SSEConfig, 
 }
 
 func (sw *sseWriter) deliver(ctx context.Context, id jsonrpc.ID, s gateway.Stream) faces.Outcome {
-	return faces.Relay(ctx, id, s, func(msg []byte) error { return sw.send("", msg) })
+	ctx, end := sw.watch(ctx)
+	return end(faces.Relay(ctx, id, s, func(msg []byte) error { return sw.send("", msg) }))
+}
+
+// watchAs makes the caller's credential re-checked while a streamed result is delivered:
+// live is the process's liveness, p the caller the request authenticated.
+func (sw *sseWriter) watchAs(live *auth.Liveness, p gateway.Principal) {
+	sw.live, sw.principal = live, p
+}
+
+// watch returns a context for delivering a streamed result that ends when the caller's
+// credential expires or is revoked (auth.Liveness), and end, which stops watching and
+// turns the outcome of a stream the credential ended into the 4001 error saying why: the
+// final event of the stream is then that JSON-RPC error.
+func (sw *sseWriter) watch(ctx context.Context) (context.Context, func(faces.Outcome) faces.Outcome) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	w := sw.live.Watch(sw.principal, cancel)
+	return ctx, func(out faces.Outcome) faces.Outcome {
+		w.Stop()
+		if cause := context.Cause(ctx); ctx.Err() != nil && auth.ReasonOf(cause) != "" {
+			out.Res, out.Err = nil, gateway.AsError(cause)
+		}
+		cancel(nil)
+		return out
+	}
 }
 
 // startLocked sends the event stream's headers and starts its writer, once; sw.mu is held.
@@ -229,7 +264,8 @@ func (sw *sseWriter) progress(id jsonrpc.ID) (sink func(gateway.Progress), stop 
 // ends the stream (the caller of deliverEvents closes it).
 func (sw *sseWriter) deliverEvents(ctx context.Context, id jsonrpc.ID, s gateway.Stream) faces.Outcome {
 	sw.beginNamed()
-	out := faces.RelayEvents(ctx, id, s, sw.send)
+	wctx, end := sw.watch(ctx)
+	out := end(faces.RelayEvents(wctx, id, s, sw.send))
 	if out.Err != nil && ctx.Err() == nil {
 		sw.finish(func(bool) []byte {
 			frame, _ := nekte.AppendEvent(nil, nekte.ErrorEvent{Code: out.Err.Code(), Message: out.Err.Message()})

@@ -135,6 +135,11 @@ func (f *Face) Serve(w http.ResponseWriter, r *http.Request) {
 	if !f.sessions.admit(w, r) {
 		return
 	}
+	if r.Method == http.MethodGet { // the session's event stream: watched (recheck.go)
+		var end func()
+		r, end = f.watchStream(r)
+		defer end()
+	}
 	bw, r, done := f.boundWrites(w, r)
 	defer done()
 	fr := faceRequestOf(r.Context())

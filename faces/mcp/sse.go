@@ -57,6 +57,8 @@ func (f *Face) ServeSSE(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodGet {
+		r, end := f.watchStream(r) // the session lives as long as its stream (recheck.go)
+		defer end()
 		bw, r, done := f.boundWrites(w, r)
 		defer done()
 		f.sse.SSEHandler().ServeHTTP(&sseStreamWriter{ResponseWriter: bw}, r)

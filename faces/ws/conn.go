@@ -14,6 +14,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/gatehouse-dev/gatehouse/auth"
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/codecs/msgpack"
 	"github.com/gatehouse-dev/gatehouse/faces"
@@ -54,6 +55,7 @@ func (f *Face) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	principal, err := rt.Authenticator().Authenticate(r.Context(), creds)
+	live := p.Liveness
 	rt.Release()
 	if err != nil {
 		faces.WriteChallenge(w, gateway.AsError(err), traceID, faces.EncodingJSON, "")
@@ -77,7 +79,7 @@ func (f *Face) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the upgrader has answered the client
 	}
-	wc := newConn(f, conn, *cfg, principal)
+	wc := newConn(f, conn, *cfg)
 	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
 		wc.ctx = resilience.WithClientAddr(wc.ctx, ap.Addr()) // anonymous callers' rate-limit identity
 	}
@@ -87,6 +89,9 @@ func (f *Face) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = conn.Close()
 		return
 	}
+	// From here on the credential is re-checked before each message and the connection
+	// closes when it expires or is revoked (recheck.go).
+	wc.cred = live.Watch(principal, wc.credentialEnded)
 	go wc.serve()
 }
 
@@ -106,10 +111,12 @@ func originChecker(allowed []string) func(*http.Request) bool {
 // wsConn is one WebSocket connection: one reader, a writer while there is something to
 // write, and a goroutine per running request.
 type wsConn struct {
-	f         *Face
-	conn      *websocket.Conn
-	cfg       Config
-	principal gateway.Principal
+	f    *Face
+	conn *websocket.Conn
+	cfg  Config
+	// cred is the connection's credential: re-checked before each message, renewed by
+	// $/auth/renew, and closing the connection when it expires or is revoked.
+	cred *auth.Watch
 
 	ctx    context.Context // cancelled when the peer is gone or the connection is failed
 	cancel context.CancelFunc
@@ -139,10 +146,10 @@ type wsConn struct {
 	done       chan struct{} // closed when the connection is fully finished
 }
 
-func newConn(f *Face, conn *websocket.Conn, cfg Config, p gateway.Principal) *wsConn {
+func newConn(f *Face, conn *websocket.Conn, cfg Config) *wsConn {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &wsConn{
-		f: f, conn: conn, cfg: cfg, principal: p, ctx: ctx, cancel: cancel,
+		f: f, conn: conn, cfg: cfg, ctx: ctx, cancel: cancel,
 		send:       faces.NewOutbox(cfg.SendQueue, cfg.SendQueueBytes, func(f wsFrame) int { return len(f.data) }),
 		inflight:   make(chan struct{}, cfg.MaxInFlight),
 		closing:    make(chan struct{}),
@@ -156,6 +163,7 @@ func newConn(f *Face, conn *websocket.Conn, cfg Config, p gateway.Principal) *ws
 func (c *wsConn) serve() {
 	defer close(c.done)
 	defer c.f.conns.remove(c)
+	defer c.cred.Stop()
 	c.startWriter()
 	c.readLoop()
 	if !c.draining.Load() {
@@ -214,6 +222,12 @@ func (c *wsConn) handle(payload jsonrpc.Payload, derr *jsonrpc.DecodeError, enc 
 	defer c.running.Done()
 	defer func() { <-c.inflight }()
 	defer unregister()
+	principal, err := c.cred.Principal()
+	if err != nil { // expired or revoked: no call runs, so no hop token is minted for it
+		c.refuse(payload, derr, enc, err)
+		c.cred.End(err) // closes the connection after the refusal
+		return
+	}
 	rt := c.f.gw.Acquire()
 	defer rt.Release()
 	p := rt.Pipeline()
@@ -222,7 +236,7 @@ func (c *wsConn) handle(payload jsonrpc.Payload, derr *jsonrpc.DecodeError, enc 
 		defer span.End()
 	}
 	ex := faces.Exchange{
-		Principal: c.principal,
+		Principal: principal,
 		Zone:      gateway.ZoneExternal,
 		Protocol:  gateway.ProtocolWebSocket,
 		Deadline:  p.Resolve(0),
@@ -280,7 +294,8 @@ func (d *delivery) DeliverEvents(ctx context.Context, id jsonrpc.ID, s gateway.S
 func (c *wsConn) limits() jsonrpc.Limits {
 	rt := c.f.gw.Acquire()
 	defer rt.Release()
-	return rt.Pipeline().LimitsFor(c.principal)
+	p, _ := c.cred.Principal() // a dead credential's message is refused: the default tier will do
+	return rt.Pipeline().LimitsFor(p)
 }
 
 // rejectOverloaded answers every request of a message that found no in-flight slot.

@@ -73,24 +73,28 @@ func (c *wsConn) begin(ctx context.Context, id jsonrpc.ID) (context.Context, gat
 }
 
 // control handles a message addressed to the face itself ($/stream/send, $/stream/end,
-// $/cancelRequest) and reports whether it was one; its answer goes back in enc.
+// $/cancelRequest, $/auth/renew) and reports whether it was one; its answer goes back in enc.
 func (c *wsConn) control(payload *jsonrpc.Payload, derr *jsonrpc.DecodeError, enc faces.Encoding) bool {
 	if derr != nil || payload.Batch || payload.Members[0].Err != nil {
 		return false
 	}
 	req := &payload.Members[0].Request
+	result := []byte("true")
+	var err *gateway.Error
 	switch req.Method {
 	case jsonrpc.MethodStreamSend, jsonrpc.MethodStreamEnd, jsonrpc.MethodCancelRequest:
+		err = c.applyControl(req)
+	case MethodAuthRenew:
+		result, err = c.renew(req)
 	default:
 		return false
 	}
-	err := c.applyControl(req)
 	if !req.IsNotification() {
 		var out []byte
 		if err != nil {
 			out = faces.AppendError(nil, req.ID, err, observability.NewTraceID())
 		} else {
-			out = jsonrpc.AppendResult(nil, req.ID, []byte("true"))
+			out = jsonrpc.AppendResult(nil, req.ID, result)
 		}
 		c.enqueue(enc, out)
 	}

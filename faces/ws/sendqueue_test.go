@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/faces"
-	"github.com/gatehouse-dev/gatehouse/gateway"
 )
 
 // TestWSSendQueueAtTheEdge: with nobody writing, exactly send_queue messages (or
@@ -31,7 +30,7 @@ func TestWSSendQueueAtTheEdge(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := New(nil, slog.New(slog.DiscardHandler))
-			c := newConn(f, nil, Config{SendQueue: tt.queue, SendQueueBytes: tt.bytes, WriteTimeout: 20 * time.Millisecond}, gateway.Principal{})
+			c := newConn(f, nil, Config{SendQueue: tt.queue, SendQueueBytes: tt.bytes, WriteTimeout: 20 * time.Millisecond})
 			for i := range tt.fit {
 				c.enqueue(faces.EncodingJSON, bytes.Clone(msg))
 				if c.ctx.Err() != nil {
@@ -57,7 +56,7 @@ func TestWSSendQueueAtTheEdge(t *testing.T) {
 	}
 	t.Run("progress stops at half", func(t *testing.T) {
 		f := New(nil, slog.New(slog.DiscardHandler))
-		c := newConn(f, nil, Config{SendQueue: 100, SendQueueBytes: 4 * n}, gateway.Principal{})
+		c := newConn(f, nil, Config{SendQueue: 100, SendQueueBytes: 4 * n})
 		offered := 0
 		for c.offer(faces.EncodingJSON, bytes.Clone(msg)) {
 			offered++
