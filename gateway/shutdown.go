@@ -16,11 +16,10 @@ var ErrShuttingDown = errors.New("the gateway is shutting down")
 // restarted, can take the call.
 const ShutdownRetryAfterMs = 1000
 
-// ShutdownError is the error of a call cut off by the shutdown grace: UNAVAILABLE with
-// reason "shutting_down" and a retry hint.
+// ShutdownError is the error of a call cut off by the shutdown grace: SHUTTING_DOWN with
+// reason "grace_ended" and a retry hint.
 func ShutdownError() *Error {
-	return Errorf(schemas.CodeUnavailable, "The gateway is shutting down").
-		With("reason", "shutting_down").With("retry_after_ms", ShutdownRetryAfterMs)
+	return NewError(schemas.CodeShuttingDown).With("reason", "grace_ended").With("retry_after_ms", ShutdownRetryAfterMs)
 }
 
 // CutOffByShutdown reports whether ctx ended because the server is shutting down.

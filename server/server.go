@@ -460,7 +460,7 @@ func (s *Server) shutdown() error {
 }
 
 // shutdownAnswerTime is how long before the end of the shutdown grace the calls still
-// running are told to stop, so that they are answered (UNAVAILABLE, shutting_down) before
+// running are told to stop, so that they are answered (SHUTTING_DOWN, grace_ended) before
 // their connections close: a tenth of the grace, at most a second.
 func shutdownAnswerTime(grace time.Duration) time.Duration {
 	return min(grace/10, time.Second)

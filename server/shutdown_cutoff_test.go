@@ -34,7 +34,7 @@ func (d deafTarget) Invoke(context.Context, *gateway.Call) (*gateway.Result, err
 }
 
 // TestShutdownAnswersCutOffCalls: a call still running when the shutdown grace ends is
-// answered with a typed error (UNAVAILABLE, reason shutting_down, a retry hint) before its
+// answered with a typed error (SHUTTING_DOWN, reason grace_ended, a retry hint) before its
 // connection closes, and the drain then finishes cleanly.
 func TestShutdownAnswersCutOffCalls(t *testing.T) {
 	for _, tt := range []struct{ grace, answerBy time.Duration }{
@@ -73,9 +73,9 @@ func TestShutdownAnswersCutOffCalls(t *testing.T) {
 			if a.err != nil {
 				t.Fatalf("the cut-off call got no answer: %v", a.err)
 			}
-			if a.code != http.StatusOK || !strings.Contains(a.body, `"code":-32020`) ||
-				!strings.Contains(a.body, `"reason":"shutting_down"`) || !strings.Contains(a.body, `"retry_after_ms":1000`) {
-				t.Fatalf("HTTP %d %s, want a JSON-RPC error -32020 shutting_down and a retry hint", a.code, a.body)
+			if a.code != http.StatusOK || !strings.Contains(a.body, `"code":-32023`) ||
+				!strings.Contains(a.body, `"reason":"grace_ended"`) || !strings.Contains(a.body, `"retry_after_ms":1000`) {
+				t.Fatalf("HTTP %d %s, want a JSON-RPC error -32023 SHUTTING_DOWN (grace_ended) and a retry hint", a.code, a.body)
 			}
 			if took := a.at.Sub(began); took < tt.answerBy/2 || took > tt.grace+time.Second {
 				t.Errorf("answered %s after the shutdown began (grace %s): want it near the grace's end", took, tt.grace)
