@@ -32,7 +32,8 @@ func newSSEServer(srv *mcpserver.MCPServer, disableLocalhostProtection bool) *mc
 	return mcpserver.NewSSEServer(srv,
 		mcpserver.WithSSEEndpoint(SSEPath),
 		mcpserver.WithMessageEndpoint(MessagePath),
-		mcpserver.WithSSEDisableLocalhostProtection(disableLocalhostProtection))
+		mcpserver.WithSSEDisableLocalhostProtection(disableLocalhostProtection),
+		mcpserver.WithSessionIDGenerator(legacySessionID)) // bound to its opener (legacyowner.go)
 }
 
 // ServeSSE serves GET /sse and POST /message, when the face (f may be nil: off) and its
@@ -62,6 +63,10 @@ func (f *Face) ServeSSE(w http.ResponseWriter, r *http.Request) {
 		bw, r, done := f.boundWrites(w, r)
 		defer done()
 		f.sse.SSEHandler().ServeHTTP(&sseStreamWriter{ResponseWriter: bw}, r)
+		return
+	}
+	if !ownsLegacySession(r) {
+		writeUnknownLegacySession(w)
 		return
 	}
 	f.sse.MessageHandler().ServeHTTP(w, r)
