@@ -15,8 +15,8 @@ const stageAllocsBench = "server.BenchmarkStageAllocs/"
 // small JSON-RPC→gRPC call end to end (every side in one process) and a direct gRPC call
 // of the same method, for scale.
 var wholePathAllocs = []struct{ title, bench string }{
-	{"JSON-RPC→gRPC small call through the gateway, whole process (client, gateway, gRPC client, backend)", "server.BenchmarkGRPCEndToEnd/gateway"},
-	{"the same call from a grpc-go client directly, whole process (client, backend)", "server.BenchmarkGRPCEndToEnd/direct"},
+	{"JSON-RPC→gRPC small call through the gateway, whole process (client, gateway, gRPC client, backend)", grpcE2E + "/gateway"},
+	{"the same call from a grpc-go client directly, whole process (client, backend)", grpcE2E + "/direct"},
 }
 
 // allocSection writes the allocation budget of the small call: what each stage adds per

@@ -129,13 +129,13 @@ var defs = []ratioDef{
 		"server.BenchmarkEndToEnd/gateway", "server.BenchmarkEndToEnd/nethttp", true,
 		"1.0 is the ceiling: the same JSON work with no strictness, limits, pipeline or routing"},
 	{"Gateway JSON-RPC→gRPC calls/s ÷ direct grpc-go client calls/s (calculator Subtract, same backend)",
-		"server.BenchmarkGRPCEndToEnd/gateway", "server.BenchmarkGRPCEndToEnd/direct", true,
+		grpcE2E + "/gateway", grpcE2E + "/direct", true,
 		"the cost of the JSON-RPC front plus transcoding relative to a native gRPC client"},
 	{"… the same with the shipped enforcement (breakers, retries, admission as every shipped configuration has them) ÷ direct grpc-go client calls/s",
-		"server.BenchmarkGRPCEndToEnd/gateway_shipped", "server.BenchmarkGRPCEndToEnd/direct", true,
+		grpcE2E + "/gateway_shipped", grpcE2E + "/direct", true,
 		"what a user of the shipped configuration gets; issue #23 target ≥ 0.5"},
 	{"JSON-RPC→gRPC calls/s with the shipped enforcement ÷ without",
-		"server.BenchmarkGRPCEndToEnd/gateway_shipped", "server.BenchmarkGRPCEndToEnd/gateway", true,
+		grpcE2E + "/gateway_shipped", grpcE2E + "/gateway", true,
 		"the price of breakers, the retry budget and admission control per call"},
 	{"JSON-RPC→gRPC calls/s over TLS ÷ plaintext, HTTP/1.1 (connections kept alive)",
 		"server.BenchmarkTLSEndToEnd/http1_tls", "server.BenchmarkTLSEndToEnd/http1_plaintext", true,
@@ -247,6 +247,10 @@ const overloadBench = "server.BenchmarkOverload"
 // mcpStreamableBench is the benchmark of issue #23's MCP path: it reports each process's
 // CPU per tools/call beside the times.
 const mcpStreamableBench = "server.BenchmarkMCPStreamable"
+
+// grpcE2E is the small JSON-RPC→gRPC call benchmark, whose cases several rows and the
+// allocation section read.
+const grpcE2E = "server.BenchmarkGRPCEndToEnd"
 
 // metricDefs are figures a benchmark computes as ratios itself and reports with
 // b.ReportMetric (the report takes their median over the rounds), beside tokenRatios.
