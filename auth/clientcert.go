@@ -67,6 +67,8 @@ func (c *clientCerts) admit(cert *x509.Certificate) (gateway.Principal, error) {
 		Scopes:  c.scopes,
 		Tier:    c.tier,
 		Claims:  map[string]any{"sub": id, ClaimCert: details},
+		// The certificate stops being valid then: a connection it authenticated closes.
+		Expires: cert.NotAfter,
 	}, nil
 }
 

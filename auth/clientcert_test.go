@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/auth"
 	"github.com/gatehouse-dev/gatehouse/gateway"
@@ -52,9 +53,13 @@ func TestClientCertAuthentication(t *testing.T) {
 	}
 	defer func() { _ = a.Close() }()
 	cert := certOf("svc", "spiffe://td/svc")
+	cert.NotAfter = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	p, err := a.Authenticate(context.Background(), gateway.Credentials{ClientCert: cert})
 	if err != nil || p.Subject != "spiffe://td/svc" || p.Tier != "gold" || !slices.Equal(p.Scopes, []string{"calc"}) || p.Anonymous {
 		t.Fatalf("%+v %v", p, err)
+	}
+	if !p.Expires.Equal(cert.NotAfter) {
+		t.Errorf("expires %v, want the certificate's NotAfter %v: a connection it authenticated closes then", p.Expires, cert.NotAfter)
 	}
 	details, _ := p.Claims[auth.ClaimCert].(map[string]any)
 	if details["spiffe_id"] != "spiffe://td/svc" || details["subject_cn"] != "svc" {

@@ -75,7 +75,7 @@ type Principal struct {
 	// never log it, never put it in an error or a result.
 	Bearer string
 	// Expires is the instant from which the credential is refused as expired (a token's exp
-	// plus its issuer's leeway); the zero time for credentials that do not expire (API keys,
+	// plus its issuer's leeway, a client certificate's NotAfter); the zero time for credentials that do not expire (API keys,
 	// anonymous callers). Connections that outlive the request that authenticated them
 	// close at it.
 	Expires time.Time

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/auth"
 	"github.com/gatehouse-dev/gatehouse/auth/approval"
+	"github.com/gatehouse-dev/gatehouse/faces"
 	adminface "github.com/gatehouse-dev/gatehouse/faces/admin"
 	"github.com/gatehouse-dev/gatehouse/resilience"
 	"github.com/gatehouse-dev/gatehouse/state"
@@ -90,8 +91,14 @@ type adminRuntime struct {
 // Health implements adminface.Runtime: each target's health, under server.readiness — or,
 // while the gateway starts, under "all" (settling).
 func (r adminRuntime) Health(ctx context.Context) adminface.Health {
-	h := r.health(ctx)
-	return adminface.Health{Targets: h, All: r.cfg.Server.Readiness == ReadinessAll || r.s.settling(h, r.cfg.Server.Reload.ReadyTimeout)}
+	return r.s.targetHealth(ctx, r.runtime)
+}
+
+// targetHealth is rt's targets' health under server.readiness — or, while the gateway
+// starts, under "all" (settling): what /readyz and the gRPC health service answer by.
+func (s *Server) targetHealth(ctx context.Context, rt *runtime) faces.TargetHealth {
+	h := rt.health(ctx)
+	return faces.TargetHealth{Targets: h, All: rt.cfg.Server.Readiness == ReadinessAll || s.settling(h, rt.cfg.Server.Reload.ReadyTimeout)}
 }
 
 // TrippedBreakers implements adminface.Runtime.

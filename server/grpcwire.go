@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 
+	"github.com/gatehouse-dev/gatehouse/faces"
 	grpcface "github.com/gatehouse-dev/gatehouse/faces/grpc"
 	"github.com/gatehouse-dev/gatehouse/routing"
 	"github.com/gatehouse-dev/gatehouse/routing/nekte"
@@ -23,7 +24,7 @@ func (s *Server) newGRPCFace(cfg grpcface.Config) *grpcface.Face {
 		addr = s.internalLn.Addr()
 	}
 	return grpcface.New(grpcface.Params{Gateway: grpcGateway{s: s}, Config: cfg, Addr: addr, Peers: peers, Log: s.log,
-		TLS: serverConfig(s.tls.internal)}) // tls.go
+		TLS: serverConfig(s.tls.internal), PeerTLS: peerTLS(s.tls.internal)}) // tls.go
 }
 
 // sharedState reports whether other replicas may share the state store: one the embedder
@@ -38,16 +39,21 @@ type grpcGateway struct{ s *Server }
 var _ grpcface.Gateway = grpcGateway{}
 
 // Acquire implements grpcface.Gateway.
-func (g grpcGateway) Acquire() grpcface.Runtime { return grpcRuntime{g.s.acquire()} }
+func (g grpcGateway) Acquire() grpcface.Runtime { return grpcRuntime{g.s.acquire(), g.s} }
 
 // Draining implements grpcface.Gateway.
 func (g grpcGateway) Draining() bool { return g.s.draining.Load() }
 
 // grpcRuntime is one runtime as the internal face sees it.
-type grpcRuntime struct{ *runtime }
+type grpcRuntime struct {
+	*runtime
+	s *Server
+}
 
 // Table implements grpcface.Runtime.
 func (r grpcRuntime) Table() *routing.Table { return r.table }
 
-// Ready implements grpcface.Runtime.
-func (r grpcRuntime) Ready(ctx context.Context) map[string]string { return r.ready(ctx) }
+// Health implements grpcface.Runtime: as /readyz's (adminRuntime.Health).
+func (r grpcRuntime) Health(ctx context.Context) faces.TargetHealth {
+	return r.s.targetHealth(ctx, r.runtime)
+}

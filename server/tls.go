@@ -55,6 +55,15 @@ func serverConfig(src *tlsconf.Source) *tls.Config {
 	return src.ServerConfig()
 }
 
+// peerTLS returns the TLS configuration to dial other replicas' internal listener with,
+// nil when it is plaintext.
+func peerTLS(src *tlsconf.Source) *tls.Config {
+	if src == nil {
+		return nil
+	}
+	return src.PeerClientConfig()
+}
+
 // boundaryProtocols returns the protocols the boundary serves: HTTP/1.1, and HTTP/2 over
 // TLS (by ALPN) or, with h2c, in plaintext.
 func boundaryProtocols(b BoundaryConfig) *http.Protocols {

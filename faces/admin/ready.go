@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/faces"
 )
 
 // statusKey is the member of a probe's body that says how the gateway is.
@@ -13,31 +15,8 @@ const statusKey = "status"
 // readyTimeout bounds the readiness checks of one /readyz.
 const readyTimeout = 2 * time.Second
 
-// Health is what one configuration's targets can serve.
-type Health struct {
-	// Targets is each target's health by name (a gRPC backend, an MCP upstream as
-	// "mcp/<name>"): nil when it can serve, else why not. Targets that report no health
-	// (the demo) are not listed.
-	Targets map[string]error
-	// All makes the replica ready only while every target can serve: server.readiness
-	// "all", or while the gateway starts (until every target has been up once, within a
-	// bound); otherwise it is ready while at least one can, or there is none ("any").
-	All bool
-}
-
-// ready reports whether the targets let the replica serve under h's rule, and how many
-// are down.
-func (h Health) ready() (ok bool, down int) {
-	for _, err := range h.Targets {
-		if err != nil {
-			down++
-		}
-	}
-	if h.All {
-		return down == 0, down
-	}
-	return down == 0 || down < len(h.Targets), down
-}
+// Health is what one configuration's targets can serve (faces.TargetHealth).
+type Health = faces.TargetHealth
 
 // targetDetail is one target in /readyz's body.
 type targetDetail struct {
@@ -84,7 +63,7 @@ func (f *Face) serveReady(w http.ResponseWriter, r *http.Request) {
 		}
 		body["targets"] = detail
 	}
-	switch ok, down := h.ready(); {
+	switch ok, down := h.Ready(); {
 	case !ok:
 		body[statusKey], status = "not ready", http.StatusServiceUnavailable
 	case down > 0:

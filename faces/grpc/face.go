@@ -45,6 +45,9 @@ type Params struct {
 	// serves gRPC over TLS only, and a client certificate it verifies reaches the
 	// authenticator (gateway.Credentials.ClientCert). nil: plaintext.
 	TLS *tls.Config
+	// PeerTLS, when set, is what this replica dials other replicas' PeerService with (the
+	// listener's TLS: they serve it too); nil: plaintext, as the listener serves.
+	PeerTLS *tls.Config
 }
 
 // New builds the internal face: the gRPC server with its interceptors (tracing.go) and

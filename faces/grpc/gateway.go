@@ -24,7 +24,7 @@ type Runtime interface {
 	faces.Runtime
 	// Table returns the configuration's routing table.
 	Table() *routing.Table
-	// Ready reports each target that is not ready, by name, with the reason; an empty map
-	// means all are ready.
-	Ready(ctx context.Context) map[string]string
+	// Health reports each target's health and the rule by which the replica is ready,
+	// the same as /readyz's.
+	Health(ctx context.Context) faces.TargetHealth
 }

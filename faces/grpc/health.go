@@ -25,22 +25,26 @@ func (f *Face) WatchHealth(ctx context.Context) {
 	}
 }
 
+// updateHealth sets the overall status ("") by the replica's readiness rule, as /readyz
+// decides it (server.readiness: by default NOT_SERVING only when no target can serve, so
+// that one MCP server down does not pull the replica out of a gRPC load balancer), and one
+// entry per target by its own health.
 func (f *Face) updateHealth(ctx context.Context) {
 	rt := f.gw.Acquire()
 	defer rt.Release()
 	checkCtx, cancel := context.WithTimeout(ctx, healthInterval)
 	defer cancel()
-	problems := rt.Ready(checkCtx)
+	h := rt.Health(checkCtx)
 	overall := healthpb.HealthCheckResponse_SERVING
-	if len(problems) > 0 || f.gw.Draining() {
+	if ok, _ := h.Ready(); !ok || f.gw.Draining() {
 		overall = healthpb.HealthCheckResponse_NOT_SERVING
 	}
 	f.health.SetServingStatus("", overall)
-	for _, t := range rt.Table().Targets() {
+	for name, err := range h.Targets {
 		st := healthpb.HealthCheckResponse_SERVING
-		if _, bad := problems[t.Name()]; bad {
+		if err != nil {
 			st = healthpb.HealthCheckResponse_NOT_SERVING
 		}
-		f.health.SetServingStatus(t.Name(), st)
+		f.health.SetServingStatus(name, st)
 	}
 }

@@ -37,7 +37,7 @@ func (f *Face) startPeers(p Params) error {
 				"internal", p.Addr.String())
 		}
 	}
-	return p.Peers.UsePeers(nekte.Peers{Advertise: advertise, Client: newPeerClient(p.Config.MaxRecvBytes)})
+	return p.Peers.UsePeers(nekte.Peers{Advertise: advertise, Client: newPeerClient(p.Config.MaxRecvBytes, p.PeerTLS)})
 }
 
 // reachable returns addr as other replicas dial it: "" when it is not a TCP address or

@@ -36,7 +36,7 @@ func TestReachable(t *testing.T) {
 }
 
 func TestNektePeerClientBounds(t *testing.T) {
-	c := newPeerClient(1 << 10)
+	c := newPeerClient(1<<10, nil)
 	for i := range maxPeerConns + 8 {
 		if _, err := c.conn(fmt.Sprintf("127.0.0.1:%d", 1+i)); err != nil {
 			t.Fatal(err)
@@ -75,7 +75,7 @@ func TestNektePeerClientErrors(t *testing.T) {
 	}
 	dead := ln.Addr().String()
 	_ = ln.Close()
-	c := newPeerClient(1 << 10)
+	c := newPeerClient(1<<10, nil)
 	defer func() { _ = c.Close() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

@@ -2,12 +2,14 @@ package grpcface
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	grpccreds "google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -23,10 +25,12 @@ const maxPeerConns = 64
 var errPeerClientClosed = errors.New("the peer client is closed")
 
 // peerClient is the NEKTE service's nekte.PeerClient: gatehouse.v1.PeerService calls over
-// plaintext gRPC (as the internal listener serves), one connection per replica address,
-// at most maxPeerConns of them, answers bounded to maxBytes.
+// gRPC as the internal listener serves it (TLS with the listener's certificate, or
+// plaintext), one connection per replica address, at most maxPeerConns of them, answers
+// bounded to maxBytes.
 type peerClient struct {
 	maxBytes int
+	creds    grpccreds.TransportCredentials
 
 	mu     sync.Mutex
 	conns  map[string]*grpc.ClientConn
@@ -36,9 +40,14 @@ type peerClient struct {
 
 var _ nekte.PeerClient = (*peerClient)(nil)
 
-// newPeerClient returns a client whose messages are at most maxBytes each way.
-func newPeerClient(maxBytes int) *peerClient {
-	return &peerClient{maxBytes: maxBytes, conns: map[string]*grpc.ClientConn{}}
+// newPeerClient returns a client whose messages are at most maxBytes each way, dialling
+// with conf (nil: plaintext).
+func newPeerClient(maxBytes int, conf *tls.Config) *peerClient {
+	creds := insecure.NewCredentials()
+	if conf != nil {
+		creds = grpccreds.NewTLS(conf)
+	}
+	return &peerClient{maxBytes: maxBytes, creds: creds, conns: map[string]*grpc.ClientConn{}}
 }
 
 // GetEnvelope implements nekte.PeerClient.
@@ -88,7 +97,7 @@ func (c *peerClient) conn(addr string) (*grpc.ClientConn, error) {
 		return cc, nil
 	}
 	cc, err := grpc.NewClient(addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(c.creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(c.maxBytes), grpc.MaxCallSendMsgSize(c.maxBytes)))
 	if err != nil {
 		return nil, fmt.Errorf("dialling %s: %w", addr, err)

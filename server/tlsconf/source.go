@@ -170,3 +170,41 @@ func (s *Source) build(files [3][]byte) (*tls.Config, error) {
 	}
 	return conf, nil
 }
+
+// PeerClientConfig returns the configuration to dial the same listener of other replicas
+// with (the internal listener's gatehouse.v1.PeerService): it presents this replica's
+// certificate in force and verifies the peer's against the client CA in force — the CA
+// every replica's certificate chains to when the listener asks for client certificates —
+// or, without one, the system roots; the name checked is the one dialled (a host or an IP
+// address: the certificates need it among their SANs).
+func (s *Source) PeerClientConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion: versions[s.cfg.MinVersion],
+		NextProtos: s.opts.NextProtos,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			return &s.cur.Load().conf.Certificates[0], nil
+		},
+		// The chain is verified by verifyPeer, against the CA in force when the connection
+		// is made (the files reload), not against roots fixed here.
+		InsecureSkipVerify: true, //nolint:gosec // verified in VerifyConnection
+		VerifyConnection:   s.verifyPeer,
+	}
+}
+
+// verifyPeer verifies a replica's server certificate for PeerClientConfig.
+func (s *Source) verifyPeer(cs tls.ConnectionState) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("tls: the peer presented no certificate")
+	}
+	inter := x509.NewCertPool()
+	for _, c := range cs.PeerCertificates[1:] {
+		inter.AddCert(c)
+	}
+	_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{
+		Roots:         s.cur.Load().conf.ClientCAs, // nil: the system roots
+		Intermediates: inter,
+		DNSName:       cs.ServerName,
+		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	})
+	return err
+}
