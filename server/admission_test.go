@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/server/config"
+	"github.com/gatehouse-dev/gatehouse/configs/loader"
 )
 
 // TestAdmissionUnknownBackendWarns: limits for a name no backend has are reported when the
@@ -41,8 +41,8 @@ func TestAdmissionConfigErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse("test.yaml", []byte(tt.yaml))
-			if _, ok := errors.AsType[config.ErrorList](err); !ok {
-				t.Fatalf("got %v, want a config.ErrorList", err)
+			if _, ok := errors.AsType[loader.ErrorList](err); !ok {
+				t.Fatalf("got %v, want a loader.ErrorList", err)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {

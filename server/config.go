@@ -12,7 +12,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/auth"
 	"github.com/gatehouse-dev/gatehouse/auth/approval"
 	"github.com/gatehouse-dev/gatehouse/auth/policy"
+	"github.com/gatehouse-dev/gatehouse/auth/tlsconf"
 	"github.com/gatehouse-dev/gatehouse/configs"
+	"github.com/gatehouse-dev/gatehouse/configs/loader"
 	"github.com/gatehouse-dev/gatehouse/faces"
 	grpcface "github.com/gatehouse-dev/gatehouse/faces/grpc"
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
@@ -23,8 +25,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/routing"
 	"github.com/gatehouse-dev/gatehouse/routing/nekte"
 	"github.com/gatehouse-dev/gatehouse/schemas"
-	"github.com/gatehouse-dev/gatehouse/server/config"
-	"github.com/gatehouse-dev/gatehouse/server/tlsconf"
 	"github.com/gatehouse-dev/gatehouse/state"
 )
 
@@ -236,8 +236,8 @@ func setDefault[T comparable](p *T, def T) {
 
 // validate makes the checks the schema cannot: relations between fields and values that
 // must parse. What it compiles on the way (the policy) is returned for the runtime.
-func (c *Config) validate(doc *config.Document) (compiled, config.ErrorList) {
-	var errs config.ErrorList
+func (c *Config) validate(doc *loader.Document) (compiled, loader.ErrorList) {
+	var errs loader.ErrorList
 	bad := func(path, format string, args ...any) {
 		errs = append(errs, doc.Errorf(path, format, args...))
 	}
@@ -309,8 +309,8 @@ func (c *Config) validate(doc *config.Document) (compiled, config.ErrorList) {
 
 // sectionErrors positions in doc the problems the owner of a section reports, each at its
 // path relative to the section ("" for the section itself).
-func sectionErrors[P ~struct{ Path, Msg string }](doc *config.Document, section string, problems []P) config.ErrorList {
-	var errs config.ErrorList
+func sectionErrors[P ~struct{ Path, Msg string }](doc *loader.Document, section string, problems []P) loader.ErrorList {
+	var errs loader.ErrorList
 	for _, p := range problems {
 		q := struct{ Path, Msg string }(p)
 		path := section
@@ -323,7 +323,7 @@ func sectionErrors[P ~struct{ Path, Msg string }](doc *config.Document, section 
 }
 
 // Load reads, interpolates, validates and decodes the configuration file at path. On
-// failure the error is a config.ErrorList naming file, line and column of every problem.
+// failure the error is a loader.ErrorList naming file, line and column of every problem.
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -359,7 +359,7 @@ func parse(file string, data []byte) (*Config, *compiled, error) {
 	if name == "" {
 		name = "<embedded>"
 	}
-	doc, err := config.Parse(name, data, os.LookupEnv)
+	doc, err := loader.Parse(name, data, os.LookupEnv)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -434,6 +434,6 @@ func (o ListenOverrides) Apply(cfg *Config) {
 func (c *Config) File() string { return c.file }
 
 // configSchema compiles the embedded JSON Schema of the file once.
-var configSchema = sync.OnceValues(func() (*config.Schema, error) {
-	return config.CompileSchema(schemas.ConfigSchema)
+var configSchema = sync.OnceValues(func() (*loader.Schema, error) {
+	return loader.CompileSchema(schemas.ConfigSchema)
 })

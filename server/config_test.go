@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/configs"
+	"github.com/gatehouse-dev/gatehouse/configs/loader"
 	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/schemas"
-	"github.com/gatehouse-dev/gatehouse/server/config"
 )
 
 // TestSchemaMatchesConfig walks the Config struct and the JSON Schema side by side: every
@@ -180,8 +180,8 @@ func TestConfigErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("accepted")
 			}
-			if _, ok := errors.AsType[config.ErrorList](err); !ok {
-				t.Fatalf("error is %T, want config.ErrorList: %v", err, err)
+			if _, ok := errors.AsType[loader.ErrorList](err); !ok {
+				t.Fatalf("error is %T, want loader.ErrorList: %v", err, err)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {

@@ -15,10 +15,10 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	nk "github.com/gatehouse-dev/gatehouse/codecs/nekte"
+	"github.com/gatehouse-dev/gatehouse/configs/loader"
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
-	"github.com/gatehouse-dev/gatehouse/server/config"
 	"github.com/gatehouse-dev/gatehouse/state"
 )
 
@@ -72,7 +72,7 @@ func TestNekteConfigErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse("t.yaml", []byte(baseConfig+tt.yaml))
-			var list config.ErrorList
+			var list loader.ErrorList
 			if !errors.As(err, &list) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %v; want a config error about %s", err, tt.want)
 			}

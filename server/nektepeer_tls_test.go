@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/gatehouse-dev/gatehouse/auth/tlsconf"
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
-	"github.com/gatehouse-dev/gatehouse/server/tlsconf"
 )
 
 // TestNektePeerOverMTLS: with mTLS on the internal listener, replicas reach each other's

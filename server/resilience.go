@@ -4,10 +4,10 @@ import (
 	"sort"
 
 	"github.com/gatehouse-dev/gatehouse/auth/policy"
+	"github.com/gatehouse-dev/gatehouse/configs/loader"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/resilience"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
-	"github.com/gatehouse-dev/gatehouse/server/config"
 )
 
 // The resilience stages (resilience/) as this configuration assembles them: what the
@@ -61,8 +61,8 @@ func (c *Config) unknownAdmissionBackends(targets []gateway.Target) []string {
 // validateResilience reports the problems of the resilience sections at their paths,
 // among them a breakers.backends entry that names no backend of the routing section (a
 // typo would otherwise leave a backend on the defaults unnoticed).
-func (c *Config) validateResilience(doc *config.Document) config.ErrorList {
-	var errs config.ErrorList
+func (c *Config) validateResilience(doc *loader.Document) loader.ErrorList {
+	var errs loader.ErrorList
 	if c.RateLimits != nil {
 		errs = append(errs, sectionErrors(doc, "rate_limits", c.RateLimits.Validate())...)
 	}
@@ -83,8 +83,8 @@ func (c *Config) validateResilience(doc *config.Document) config.ErrorList {
 }
 
 // unknownBreakerBackends reports the breakers.backends entries that name no backend.
-func (c *Config) unknownBreakerBackends(doc *config.Document) config.ErrorList {
-	var errs config.ErrorList
+func (c *Config) unknownBreakerBackends(doc *loader.Document) loader.ErrorList {
+	var errs loader.ErrorList
 	known := c.Routing.BackendNames()
 	for name := range c.Breakers.Backends {
 		if name != "" && !known[name] {

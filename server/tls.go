@@ -8,7 +8,7 @@ import (
 	"net"
 	"net/http"
 
-	"github.com/gatehouse-dev/gatehouse/server/tlsconf"
+	"github.com/gatehouse-dev/gatehouse/auth/tlsconf"
 )
 
 // ALPN protocols of the listeners, in order of preference: HTTP/2 first where the listener

@@ -24,9 +24,9 @@ import (
 	grpccreds "google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
+	"github.com/gatehouse-dev/gatehouse/auth/tlsconf"
 	"github.com/gatehouse-dev/gatehouse/demo"
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
-	"github.com/gatehouse-dev/gatehouse/server/tlsconf"
 )
 
 // tlsFixture is a local CA with a server certificate for loopback in files, and client

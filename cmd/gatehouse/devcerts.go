@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/gatehouse-dev/gatehouse/server/tlsconf"
+	"github.com/gatehouse-dev/gatehouse/auth/tlsconf"
 )
 
 // devCerts writes the development certificates (tlsconf.WriteDev) into a directory:

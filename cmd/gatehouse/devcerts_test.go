@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/auth"
-	"github.com/gatehouse-dev/gatehouse/server/tlsconf"
+	"github.com/gatehouse-dev/gatehouse/auth/tlsconf"
 )
 
 func TestDevCerts(t *testing.T) {

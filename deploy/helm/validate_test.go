@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/configs/loader"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 	"github.com/gatehouse-dev/gatehouse/server"
-	"github.com/gatehouse-dev/gatehouse/server/config"
 )
 
 const (
@@ -136,7 +136,7 @@ func redisInSchema(t *testing.T) bool {
 // onlyStateErrors reports whether err is a configuration error list whose every entry is
 // under the state section.
 func onlyStateErrors(err error) bool {
-	var list config.ErrorList
+	var list loader.ErrorList
 	if !errors.As(err, &list) || len(list) == 0 {
 		return false
 	}

@@ -12,7 +12,7 @@ import (
 const module = "github.com/gatehouse-dev/gatehouse"
 
 // layer returns the layer of a package path inside the module: the first path element,
-// except that each face (faces/NAME) and the configuration loader (server/config) are
+// except that each face (faces/NAME) and the configuration loader (configs/loader) are
 // layers of their own.
 func layer(pkg string) string {
 	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
@@ -20,8 +20,8 @@ func layer(pkg string) string {
 	switch {
 	case parts[0] == "faces" && len(parts) > 1:
 		return "faces/" + parts[1]
-	case parts[0] == "server" && len(parts) > 1 && parts[1] == "config":
-		return "server/config"
+	case parts[0] == "configs" && len(parts) > 1 && parts[1] == "loader":
+		return "configs/loader"
 	}
 	return parts[0]
 }
@@ -35,22 +35,22 @@ var middle = []string{"auth", "resilience", "routing", "observability"}
 // allowed lists, per layer, the module layers it may import. A layer absent from the map
 // may import nothing of the module; a face (faces/NAME) is checked by isFace.
 var allowed = map[string][]string{
-	"schemas":       {},
-	"configs":       {},
-	"server/config": {"schemas"},
-	"codecs":        {"schemas"},
-	"gateway":       {"schemas", "codecs"},
-	"state":         {"schemas", "codecs", "gateway"},
-	"auth":          below,
-	"routing":       below,
-	"resilience":    below,
-	"observability": below,
-	"faces":         slices.Concat(below, middle),
-	"demo":          slices.Concat(below, []string{"routing"}),
-	"server":        slices.Concat(below, middle, []string{"faces", "faces/*", "server/config", "configs", "demo"}),
-	"deploy":        {"schemas", "server/config", "server"},
-	"cmd":           slices.Concat(below, middle, []string{"faces", "faces/*", "server/config", "configs", "demo", "server"}),
-	"internal":      slices.Concat(below, middle, []string{"faces", "faces/*", "server/config", "configs", "demo", "server"}),
+	"schemas":        {},
+	"configs":        {},
+	"configs/loader": {"schemas"},
+	"codecs":         {"schemas"},
+	"gateway":        {"schemas", "codecs"},
+	"state":          {"schemas", "codecs", "gateway"},
+	"auth":           below,
+	"routing":        below,
+	"resilience":     below,
+	"observability":  below,
+	"faces":          slices.Concat(below, middle),
+	"demo":           slices.Concat(below, []string{"routing"}),
+	"server":         slices.Concat(below, middle, []string{"faces", "faces/*", "configs/loader", "configs", "demo"}),
+	"deploy":         {"schemas", "configs/loader", "server"},
+	"cmd":            slices.Concat(below, middle, []string{"faces", "faces/*", "configs/loader", "configs", "demo", "server"}),
+	"internal":       slices.Concat(below, middle, []string{"faces", "faces/*", "configs/loader", "configs", "demo", "server"}),
 }
 
 // rule returns the layers from may import: a face may import what the faces layer may,
@@ -145,7 +145,7 @@ func TestLayerNames(t *testing.T) {
 	tests := map[string]string{
 		module + "/gateway":              "gateway",
 		module + "/server":               "server",
-		module + "/server/config":        "server/config",
+		module + "/configs/loader":       "configs/loader",
 		module + "/faces/httprpc":        "faces/httprpc",
 		module + "/faces":                "faces",
 		module + "/state/statetest":      "state",

@@ -1,15 +1,15 @@
-package config_test
+package loader_test
 
 import (
 	"errors"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/server/config"
+	"github.com/gatehouse-dev/gatehouse/configs/loader"
 )
 
-func parseTestdata(t *testing.T, name string) *config.Document {
+func parseTestdata(t *testing.T, name string) *loader.Document {
 	t.Helper()
-	doc, err := config.Parse(name, readTestdata(t, name), env(nil))
+	doc, err := loader.Parse(name, readTestdata(t, name), env(nil))
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
@@ -75,7 +75,7 @@ func TestHas(t *testing.T) {
 	if empty.Has("") || empty.Has("listen") {
 		t.Error("an empty document has values")
 	}
-	nulls, err := config.Parse("x.yaml", []byte("listen:\nbatch: ~\n"), env(nil))
+	nulls, err := loader.Parse("x.yaml", []byte("listen:\nbatch: ~\n"), env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestHas(t *testing.T) {
 func TestHash(t *testing.T) {
 	hash := func(src string, vars map[string]string) [32]byte {
 		t.Helper()
-		doc, err := config.Parse("x.yaml", []byte(src), env(vars))
+		doc, err := loader.Parse("x.yaml", []byte(src), env(vars))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,15 +116,15 @@ func TestHash(t *testing.T) {
 
 func TestErrorString(t *testing.T) {
 	tests := []struct {
-		err  config.Error
+		err  loader.Error
 		want string
 	}{
-		{config.Error{File: "a.yaml", Line: 3, Col: 5, Path: "x.y", Msg: "bad"}, "a.yaml:3:5: x.y: bad"},
-		{config.Error{File: "a.yaml", Line: 3, Msg: "bad"}, "a.yaml:3: bad"},
-		{config.Error{File: "a.yaml", Path: "x", Msg: "bad"}, "a.yaml: x: bad"},
-		{config.Error{Line: 1, Col: 2, Msg: "bad"}, "1:2: bad"},
-		{config.Error{Path: "x", Msg: "bad"}, "x: bad"},
-		{config.Error{Msg: "bad"}, "bad"},
+		{loader.Error{File: "a.yaml", Line: 3, Col: 5, Path: "x.y", Msg: "bad"}, "a.yaml:3:5: x.y: bad"},
+		{loader.Error{File: "a.yaml", Line: 3, Msg: "bad"}, "a.yaml:3: bad"},
+		{loader.Error{File: "a.yaml", Path: "x", Msg: "bad"}, "a.yaml: x: bad"},
+		{loader.Error{Line: 1, Col: 2, Msg: "bad"}, "1:2: bad"},
+		{loader.Error{Path: "x", Msg: "bad"}, "x: bad"},
+		{loader.Error{Msg: "bad"}, "bad"},
 	}
 	for _, tt := range tests {
 		if got := tt.err.Error(); got != tt.want {
@@ -135,14 +135,14 @@ func TestErrorString(t *testing.T) {
 
 func TestErrorList(t *testing.T) {
 	_, _, err := load(t, mustSchema(t), "x.yaml", []byte("zz: 1\nlisten: {port: 0}\n"), nil)
-	var list config.ErrorList
+	var list loader.ErrorList
 	if !errors.As(err, &list) || len(list) != 2 {
 		t.Fatalf("error %v, want an ErrorList of 2", err)
 	}
 	if want := "x.yaml:1:1: unknown key \"zz\"\nx.yaml:2:16: listen.port: must be at least 1"; err.Error() != want {
 		t.Errorf("Error() = %q, want %q", err.Error(), want)
 	}
-	var one config.Error
+	var one loader.Error
 	if !errors.As(err, &one) || one.Line != 1 {
 		t.Errorf("errors.As(Error) = %+v, want the first error", one)
 	}
@@ -159,11 +159,11 @@ func TestCompileSchemaErrors(t *testing.T) {
 		"minimum as text": `{"minimum": "1"}`,
 	}
 	for name, schema := range tests {
-		if _, err := config.CompileSchema([]byte(schema)); err == nil {
+		if _, err := loader.CompileSchema([]byte(schema)); err == nil {
 			t.Errorf("%s: CompileSchema succeeded, want an error", name)
 		}
 	}
-	if _, err := config.CompileSchema([]byte(`{"$defs": {"a": {"type": "string"}}, "properties": {"x": {"$ref": "#/$defs/a"}}}`)); err != nil {
+	if _, err := loader.CompileSchema([]byte(`{"$defs": {"a": {"type": "string"}}, "properties": {"x": {"$ref": "#/$defs/a"}}}`)); err != nil {
 		t.Errorf("internal $ref: %v", err)
 	}
 }

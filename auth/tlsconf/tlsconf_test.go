@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/server/tlsconf"
+	"github.com/gatehouse-dev/gatehouse/auth/tlsconf"
 )
 
 func TestValidate(t *testing.T) {

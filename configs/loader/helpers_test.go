@@ -1,4 +1,4 @@
-package config_test
+package loader_test
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/server/config"
+	"github.com/gatehouse-dev/gatehouse/configs/loader"
 )
 
 // testSchema describes testRoot: a tiny stand-in for the gateway's real schema.
@@ -112,9 +112,9 @@ type routeConfig struct {
 	Target string `yaml:"target"`
 }
 
-func mustSchema(t testing.TB) *config.Schema {
+func mustSchema(t testing.TB) *loader.Schema {
 	t.Helper()
-	s, err := config.CompileSchema([]byte(testSchema))
+	s, err := loader.CompileSchema([]byte(testSchema))
 	if err != nil {
 		t.Fatalf("CompileSchema: %v", err)
 	}
@@ -130,10 +130,10 @@ func env(vars map[string]string) func(string) (string, bool) {
 }
 
 // load parses and decodes data the way the server does.
-func load(t testing.TB, s *config.Schema, file string, data []byte, vars map[string]string) (testRoot, *config.Document, error) {
+func load(t testing.TB, s *loader.Schema, file string, data []byte, vars map[string]string) (testRoot, *loader.Document, error) {
 	t.Helper()
 	var root testRoot
-	doc, err := config.Parse(file, data, env(vars))
+	doc, err := loader.Parse(file, data, env(vars))
 	if err != nil {
 		return root, nil, err
 	}
@@ -143,9 +143,9 @@ func load(t testing.TB, s *config.Schema, file string, data []byte, vars map[str
 // errorStrings returns the errors of err, which must be an ErrorList, one string each.
 func errorStrings(t testing.TB, err error) []string {
 	t.Helper()
-	var list config.ErrorList
+	var list loader.ErrorList
 	if !errors.As(err, &list) {
-		t.Fatalf("error %v (%T) is not a config.ErrorList", err, err)
+		t.Fatalf("error %v (%T) is not a loader.ErrorList", err, err)
 	}
 	out := make([]string, len(list))
 	for i, e := range list {

@@ -1,11 +1,11 @@
-package config_test
+package loader_test
 
 import (
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/server/config"
+	"github.com/gatehouse-dev/gatehouse/configs/loader"
 )
 
 // TestViolationMessages checks the translation of schema violations into messages for
@@ -48,11 +48,11 @@ func TestViolationMessages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := config.CompileSchema([]byte(tt.schema))
+			s, err := loader.CompileSchema([]byte(tt.schema))
 			if err != nil {
 				t.Fatal(err)
 			}
-			doc, err := config.Parse("x.yaml", []byte(tt.yaml), env(nil))
+			doc, err := loader.Parse("x.yaml", []byte(tt.yaml), env(nil))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,12 +1,12 @@
-// Package config loads Gatehouse's YAML configuration strictly and reports every problem it
+// Package loader loads Gatehouse's YAML configuration strictly and reports every problem it
 // finds with its file, line and column.
 //
 // The package knows nothing of the gateway's sections. The server defines a root struct whose
 // fields are each module's own config struct, a JSON Schema describing the same shape, and
 // passes both in:
 //
-//	schema, err := config.CompileSchema(schemaJSON) // once, at start-up
-//	doc, err := config.Parse("gatehouse.yaml", data, nil)
+//	schema, err := loader.CompileSchema(schemaJSON) // once, at start-up
+//	doc, err := loader.Parse("gatehouse.yaml", data, nil)
 //	if err != nil {
 //		return err // an ErrorList: syntax, duplicate keys, ${ENV} problems
 //	}
@@ -55,4 +55,4 @@
 // there, as in {password: "${PW}"}.
 //
 // It imports nothing of Gatehouse: the server (and cmd, deploy) decode their files with it.
-package config
+package loader

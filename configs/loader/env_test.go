@@ -1,4 +1,4 @@
-package config_test
+package loader_test
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/server/config"
+	"github.com/gatehouse-dev/gatehouse/configs/loader"
 )
 
 func TestInterpolation(t *testing.T) {
@@ -143,7 +143,7 @@ bogus: 1
 	s := mustSchema(t)
 	for i, v := range values {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			doc, err := config.Parse("x.yaml", []byte(src), env(map[string]string{"V": v, "NESTED": "boom"}))
+			doc, err := loader.Parse("x.yaml", []byte(src), env(map[string]string{"V": v, "NESTED": "boom"}))
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}

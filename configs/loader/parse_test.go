@@ -1,11 +1,11 @@
-package config_test
+package loader_test
 
 import (
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/server/config"
+	"github.com/gatehouse-dev/gatehouse/configs/loader"
 )
 
 // TestParseErrors covers the document-level problems Parse refuses, all reported at once.
@@ -41,7 +41,7 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			doc, err := config.Parse("x.yaml", []byte(tt.yaml), env(nil))
+			doc, err := loader.Parse("x.yaml", []byte(tt.yaml), env(nil))
 			if err == nil {
 				t.Fatal("Parse succeeded, want errors")
 			}
@@ -65,7 +65,7 @@ func TestParseAliasBomb(t *testing.T) {
 		b.Reset()
 		b.WriteString(strings.ReplaceAll(s, "P", string(rune('0'+i-1))))
 	}
-	_, err := config.Parse("bomb.yaml", []byte(b.String()), env(nil))
+	_, err := loader.Parse("bomb.yaml", []byte(b.String()), env(nil))
 	if err == nil {
 		t.Fatal("Parse succeeded, want an error")
 	}

@@ -1,4 +1,4 @@
-package config_test
+package loader_test
 
 import (
 	"net/netip"
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/server/config"
+	"github.com/gatehouse-dev/gatehouse/configs/loader"
 )
 
 func readTestdata(t testing.TB, name string) []byte {
@@ -169,7 +169,7 @@ func TestDecodeEmpty(t *testing.T) {
 		})
 	}
 	t.Run("defaults kept", func(t *testing.T) {
-		doc, err := config.Parse("x.yaml", []byte("batch:\n  max: 5\n"), env(nil))
+		doc, err := loader.Parse("x.yaml", []byte("batch:\n  max: 5\n"), env(nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +184,7 @@ func TestDecodeEmpty(t *testing.T) {
 }
 
 func TestDecodeNeedsPointer(t *testing.T) {
-	doc, err := config.Parse("x.yaml", []byte("a: 1"), env(nil))
+	doc, err := loader.Parse("x.yaml", []byte("a: 1"), env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestDecodeNeedsPointer(t *testing.T) {
 // TestDecodeConcurrent decodes one Document from many goroutines, under -race.
 func TestDecodeConcurrent(t *testing.T) {
 	s := mustSchema(t)
-	doc, err := config.Parse("x.yaml", []byte("listen:\n  port: ${PORT}\nlabels:\n  pin: ${PIN}\n"),
+	doc, err := loader.Parse("x.yaml", []byte("listen:\n  port: ${PORT}\nlabels:\n  pin: ${PIN}\n"),
 		env(map[string]string{"PORT": "8080", "PIN": "0042"}))
 	if err != nil {
 		t.Fatal(err)
