@@ -97,7 +97,7 @@ func (r adminRuntime) Health(ctx context.Context) adminface.Health {
 // targetHealth is rt's targets' health under server.readiness — or, while the gateway
 // starts, under "all" (settling): what /readyz and the gRPC health service answer by.
 func (s *Server) targetHealth(ctx context.Context, rt *runtime) faces.TargetHealth {
-	h := rt.health(ctx)
+	h := rt.table.Health(ctx)
 	return faces.TargetHealth{Targets: h, All: rt.cfg.Server.Readiness == ReadinessAll || s.settling(h, rt.cfg.Server.Reload.ReadyTimeout)}
 }
 

@@ -1,67 +1,25 @@
 package server
 
 import (
-	"context"
-	"fmt"
-	"log/slog"
-	"maps"
 	"reflect"
-	"slices"
-	"strings"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/resilience"
-	"github.com/gatehouse-dev/gatehouse/routing/grpcbackend"
-	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
+	"github.com/gatehouse-dev/gatehouse/routing"
 )
 
 // What a reload carries over from the runtime serving to the one it builds, when the
-// configuration of it did not change:
-//
-//   - an MCP upstream: shared by both bridges (mcpbackend.CarryOver) — same child process,
-//     same sessions, same catalog; it stops when the last bridge holding it closes;
-//   - a gRPC backend: renewed over the same connection (grpcbackend.Backend.Renew), its
-//     descriptors loaded anew, since a .proto file or the backend's reflection may have
-//     changed; the connection closes with the last backend holding it;
-//   - the circuit breakers, when the breakers section is unchanged: their state is kept.
-//
-// The new runtime takes traffic once every target that can serve in the old one can serve
-// in it too (awaitReady), so calls never meet a target still starting.
+// configuration of it did not change: the routing table's MCP upstreams and gRPC
+// connections (routing/carry.go), and the circuit breakers, when the breakers section is
+// unchanged: their state is kept. The new runtime takes traffic once every target that can
+// serve in the old one can serve in it too (routing.AwaitReady).
 
-// mcpTarget returns rt's MCP target; nil for a nil rt or a configuration without one.
-func (rt *runtime) mcpTarget() *mcpbackend.Target {
+// tableOrNil returns rt's routing table; nil for a nil rt (the first build, nothing to carry).
+func (rt *runtime) tableOrNil() *routing.Table {
 	if rt == nil {
 		return nil
 	}
-	return rt.table.MCP()
-}
-
-// grpcBackend is routing.BuildOptions.GRPC for a runtime built beside rt: the backend of
-// cfg renewed from rt's when rt has one of the same configuration, else a new one.
-func (rt *runtime) grpcBackend(cfg grpcbackend.Config, log *slog.Logger, now func() time.Time) (*grpcbackend.Backend, error) {
-	if rt != nil {
-		for _, t := range rt.table.Targets() {
-			if b, ok := t.(renewable); ok && t.Name() == cfg.Name && b.Carries(cfg) {
-				if nb, err := b.Renew(log, now); err == nil {
-					return nb, nil
-				}
-			}
-		}
-	}
-	return grpcbackend.New(cfg, log, now)
-}
-
-// renewable is a gRPC backend a reload can renew over its connection.
-type renewable interface {
-	Carries(grpcbackend.Config) bool
-	Renew(*slog.Logger, func() time.Time) (*grpcbackend.Backend, error)
-}
-
-// upstreams is a target made of upstreams whose health it reports one by one, under the
-// names of their backends (the MCP bridge: "mcp/<name>").
-type upstreams interface {
-	UpstreamHealth() map[string]error
+	return rt.table
 }
 
 // breakers returns the breakers of the pipeline being built: the replaced runtime's, with
@@ -71,62 +29,6 @@ func (p pipelineParams) breakers() *resilience.Breakers {
 		return prev.breakers
 	}
 	return resilience.NewBreakers(p.cfg.Breakers)
-}
-
-// health reports each of rt's targets by name — nil when it can serve, else why not: a
-// gRPC backend under its name, each MCP upstream as "mcp/<name>"
-// (mcpbackend.BackendPrefix, the name its breaker has), any other target that reports
-// readiness under its name. Targets that report nothing (the demo) are not listed.
-func (rt *runtime) health(ctx context.Context) map[string]error {
-	out := make(map[string]error)
-	for _, t := range rt.table.Targets() {
-		if u, ok := t.(upstreams); ok {
-			maps.Copy(out, u.UpstreamHealth())
-			continue
-		}
-		if r, ok := t.(gateway.Readier); ok {
-			out[t.Name()] = r.Ready(ctx)
-		}
-	}
-	return out
-}
-
-// readyPoll is how often a reload checks whether the new runtime's targets are ready.
-const readyPoll = 10 * time.Millisecond
-
-// awaitReady waits, up to timeout, until every target that can serve in prev can serve in
-// next too. A target down in prev as well, or new in next, is not waited for: the swap
-// does not make it worse. It returns an error naming each target still not ready.
-func awaitReady(ctx context.Context, next, prev *runtime, timeout time.Duration) error {
-	var want []string
-	for name, err := range prev.health(ctx) {
-		if err == nil {
-			want = append(want, name)
-		}
-	}
-	slices.Sort(want)
-	deadline := time.Now().Add(timeout)
-	for {
-		h := next.health(ctx)
-		var missing []string
-		for _, name := range want {
-			if err, ok := h[name]; ok && err != nil {
-				missing = append(missing, fmt.Sprintf("%s (%v)", name, err))
-			}
-		}
-		if len(missing) == 0 {
-			return nil
-		}
-		if !time.Now().Before(deadline) {
-			return fmt.Errorf("targets not ready within server.reload.ready_timeout (%s), though ready in the configuration serving: %s",
-				timeout, strings.Join(missing, ", "))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(readyPoll):
-		}
-	}
 }
 
 // boolInt is 1 for true, 0 for false (a gauge's value).

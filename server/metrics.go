@@ -53,7 +53,7 @@ func (s *Server) gauges() observability.Gauges {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeStoreTimeout)
 	defer cancel()
 	g.TargetUp = make(map[string]int)
-	for name, err := range rt.health(ctx) {
+	for name, err := range rt.table.Health(ctx) {
 		g.TargetUp[name] = boolInt(err == nil)
 	}
 	return g

@@ -13,6 +13,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/gatehouse-dev/gatehouse/demo"
+	"github.com/gatehouse-dev/gatehouse/routing"
 )
 
 // Reload builds a runtime for cfg beside the current one and swaps it in atomically.
@@ -54,8 +55,8 @@ func (s *Server) reloadLocked(cfg *Config, pre *compiled) error {
 	rt.trace = tr.Hold()
 	rt.pipe = newPipeline(rt)
 	// The new runtime takes traffic only once what serves in the old one serves in it too
-	// (carry.go); until then the old one keeps serving.
-	if err := awaitReady(context.Background(), rt, s.cur.Load(), cfg.Server.Reload.ReadyTimeout); err != nil {
+	// (routing.AwaitReady); until then the old one keeps serving.
+	if err := routing.AwaitReady(context.Background(), rt.table, s.cur.Load().table, cfg.Server.Reload.ReadyTimeout, "server.reload.ready_timeout"); err != nil {
 		rt.retire()
 		tr.Drop()
 		return fmt.Errorf("building configuration: %w", err)
