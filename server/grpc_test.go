@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/demo"
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
+	toolv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/tool/v1"
 )
 
 // calcConfig routes the JSON-RPC specification's method names, and the whole calculator
@@ -427,5 +429,31 @@ func TestDemoGRPCBackend(t *testing.T) {
 	r, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: "calculator.v1.CalculatorService"})
 	if err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("demo backend health: %v %v", r, err)
+	}
+}
+
+// TestToolInvocationRefusalCarriesTraceID: a ToolInvocation refused before the pipeline
+// (here: no MCP servers configured) still names a trace id in its error data, as every
+// error across the boundary does.
+func TestToolInvocationRefusalCarriesTraceID(t *testing.T) {
+	ts := startCalc(t)
+	conn, err := grpc.NewClient(ts.InternalAddr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = toolv1.NewToolServiceClient(conn).ToolInvocation(ctx, &toolv1.ToolInvocationRequest{ToolName: "anything"})
+	st := status.Convert(err)
+	if st.Code() != codes.Unimplemented || len(st.Details()) == 0 {
+		t.Fatalf("ToolInvocation without MCP servers: %v, want Unimplemented with details", err)
+	}
+	info, _ := st.Details()[0].(*errdetails.ErrorInfo)
+	var data struct {
+		TraceID string `json:"trace_id"`
+	}
+	if info == nil || json.Unmarshal([]byte(info.GetMetadata()["data"]), &data) != nil || len(data.TraceID) != 32 {
+		t.Fatalf("error data %v: want a 32-hex-digit trace_id", st.Details())
 	}
 }

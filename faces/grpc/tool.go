@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 	commonv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/common/v1"
@@ -35,13 +36,13 @@ func (ts *toolService) ToolInvocation(ctx context.Context, req *toolv1.ToolInvoc
 	target, release := ts.mcpTarget()
 	defer release()
 	if target == nil {
-		return nil, toStatus(gateway.Errorf(schemas.CodeMethodNotFound, "No MCP servers are configured"), "")
+		return nil, toStatus(gateway.Errorf(schemas.CodeMethodNotFound, "No MCP servers are configured"), observability.TraceIDOf(ctx))
 	}
 	args := []byte("{}")
 	if req.GetInputParams() != nil {
 		var err error
 		if args, err = protojson.Marshal(req.GetInputParams()); err != nil {
-			return nil, toStatus(gateway.NewError(schemas.CodeInvalidParams).Wrap(err), "")
+			return nil, toStatus(gateway.NewError(schemas.CodeInvalidParams).Wrap(err), observability.TraceIDOf(ctx))
 		}
 	}
 	if dl := req.GetDeadline(); dl != nil {
