@@ -2,8 +2,10 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/configs/loader"
 )
@@ -54,5 +56,54 @@ func TestAdmissionConfigErrors(t *testing.T) {
 	cfg, err := Parse("test.yaml", []byte("admission: {}\n"))
 	if err != nil || cfg.Admission == nil {
 		t.Fatalf("an empty section: %v", err)
+	}
+}
+
+// TestAdmissionCarriedOverReload: a reload that leaves the admission section unchanged
+// keeps its state — a call admitted before the reload still holds its backend's place, so
+// a call after it waits instead of running beside it; a changed section starts anew.
+func TestAdmissionCarriedOverReload(t *testing.T) {
+	const admissionYAML = `
+admission:
+  backends:
+    probe: {max_concurrency: 1, queue: 4, max_wait: 5s}
+`
+	p := &probe{delay: 400 * time.Millisecond, started: make(chan string, 4)}
+	ts := start(t, baseConfig+admissionYAML, probes{"work": p}.asTargets())
+	reload := func(yaml string) {
+		t.Helper()
+		cfg, err := Parse("test.yaml", []byte(baseConfig+yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ts.Reload(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call := func(id int, done chan<- string) {
+		_, _, body := ts.post(fmt.Sprintf(`{"jsonrpc":"2.0","method":"work","id":%d}`, id))
+		done <- body
+	}
+	done := make(chan string, 2)
+	go call(1, done)
+	<-p.started // call 1 holds the probe's only place
+	kept := ts.cur.Load().admission
+	reload(admissionYAML)
+	if ts.cur.Load().admission != kept {
+		t.Fatal("an unchanged admission section was built anew on reload")
+	}
+	go call(2, done)
+	for range 2 {
+		if body := <-done; !strings.Contains(body, `"result"`) {
+			t.Fatalf("a call failed: %s", body)
+		}
+	}
+	if n := p.maxRunning.Load(); n != 1 {
+		t.Fatalf("%d calls ran at once across an unchanged reload, want 1 (the admission state carried over)", n)
+	}
+	// A changed section is a new admission control: the limit it sets starts from nothing.
+	reload(strings.Replace(admissionYAML, "queue: 4", "queue: 5", 1))
+	if a := ts.cur.Load().admission; a == nil || a == kept {
+		t.Fatal("a changed admission section kept the old admission control")
 	}
 }

@@ -10,9 +10,10 @@ import (
 
 // What a reload carries over from the runtime serving to the one it builds, when the
 // configuration of it did not change: the routing table's MCP upstreams and gRPC
-// connections (routing/carry.go), and the circuit breakers, when the breakers section is
-// unchanged: their state is kept. The new runtime takes traffic once every target that can
-// serve in the old one can serve in it too (routing.AwaitReady).
+// connections (routing/carry.go); the circuit breakers and the admission control, when
+// their section is unchanged, with their state (breakers, newAdmission). The new runtime
+// takes traffic once every target that can serve in the old one can serve in it too
+// (routing.AwaitReady).
 
 // tableOrNil returns rt's routing table; nil for a nil rt (the first build, nothing to carry).
 func (rt *runtime) tableOrNil() *routing.Table {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"reflect"
 	"sort"
 
 	"github.com/gatehouse-dev/gatehouse/auth/policy"
@@ -21,13 +22,19 @@ func (c *Config) retryOptions() resilience.RetryOptions {
 }
 
 // newAdmission returns the admission control of p's configuration, nil without an
-// admission section; each admitted call's wait is observed in p.m. Limits under
+// admission section — the replaced runtime's, with its state, when the section did not
+// change; each admitted call's wait is observed in p.m. Limits under
 // admission.backends that name no backend are logged as a warning, since they apply to
 // nothing (a misspelt name leaves its backend on the defaults); they are not refused,
 // because an embedder's targets are only known once the table is built.
 func newAdmission(p pipelineParams) *resilience.AdmissionControl {
 	if p.cfg.Admission == nil {
 		return nil
+	}
+	// An unchanged section keeps the serving runtime's admission control: the calls it
+	// admitted still hold their places, and the adaptive limit keeps what it learnt.
+	if prev := p.prev; prev != nil && prev.admission != nil && reflect.DeepEqual(p.cfg.Admission, prev.cfg.Admission) {
+		return prev.admission
 	}
 	if unknown := p.cfg.unknownAdmissionBackends(p.table.Targets()); len(unknown) > 0 {
 		p.log.Warn("admission.backends names no backend; its limits apply to nothing", "names", unknown)
