@@ -137,6 +137,8 @@ func TestMCPToolCallFastPathWire(t *testing.T) {
 			body: callBody("9", `{"name":"test_tool_with_logging","arguments":{}}`), fast: true, want: "notifications/message"},
 		{name: "a session mcp-go answers with streams", sticky: true, body: callBody("19", `{"name":"test_simple_text","arguments":{}}`),
 			fast: true, want: "event: message"},
+		{name: "a refusal on a session mcp-go answers with streams", sticky: true,
+			body: callBody("20", `{"name":"test_sampling","arguments":{"prompt":7}}`), fast: true, want: `"code":-32603`},
 		{name: "tool error", body: callBody("10", `{"name":"test_error_handling","arguments":{}}`), fast: true, want: `"isError":true`},
 		{name: "unknown tool", body: callBody("11", `{"name":"no_such_tool","arguments":{}}`), want: `"error"`},
 		{name: "arguments not an object", body: callBody("12", `{"name":"test_simple_text","arguments":"x"}`), want: `"error"`},
