@@ -54,11 +54,14 @@ func (f *Face) publish(target *mcpbackend.Target) {
 	var resources []mcpserver.ServerResource
 	var prompts []mcpserver.ServerPrompt
 	var templates []mcpserver.ServerResourceTemplate
+	fast := map[string]string{}
 	if target != nil {
 		cat := target.Catalog()
 		for _, e := range cat.Tools {
 			if e.Available {
-				tools = append(tools, mcpserver.ServerTool{Tool: toolOf(e), Handler: f.callTool(target.Namespace() + e.Name)})
+				method := target.Namespace() + e.Name
+				tools = append(tools, mcpserver.ServerTool{Tool: toolOf(e), Handler: f.callTool(method)})
+				fast[e.Name] = method
 			}
 		}
 		for _, e := range cat.Resources {
@@ -81,6 +84,7 @@ func (f *Face) publish(target *mcpbackend.Target) {
 		}
 	}
 	f.srv.SetTools(tools...)
+	f.publishTools(fast)
 	f.srv.SetResources(resources...)
 	f.srv.SetPrompts(prompts...)
 	f.srv.AddResourceTemplates(templates...)

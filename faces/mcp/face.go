@@ -33,6 +33,8 @@ type Face struct {
 	sessions  *mcpSessions                    // nil when serving stdio
 	localOnly bool
 
+	fast fastPath // the tools/call fast path (fastcall.go)
+
 	mu          sync.Mutex
 	bound       *mcpbackend.Target
 	unsubscribe func()
@@ -81,6 +83,7 @@ func New(gw Gateway, o Options) *Face {
 	}
 	f.sessions = newMCPSessions(cfg, o.State, o.Now, o.Log)
 	f.sessions.record(hooks)
+	f.trackSessions(hooks)
 	f.handler = mcpserver.NewStreamableHTTPServer(f.srv,
 		mcpserver.WithEndpointPath(Path),
 		mcpserver.WithDisableLocalhostProtection(!f.localOnly),
@@ -147,9 +150,18 @@ func (f *Face) Serve(w http.ResponseWriter, r *http.Request) {
 		f.handler.ServeHTTP(bw, r)
 		return
 	}
+	if fr.sessionChecked {
+		if f.serveToolCall(bw, r, fr) {
+			return
+		}
+		f.cancelFast(r.Header.Get(mcpserver.HeaderKeySessionID), fr.body)
+	}
 	rw := &refusalWriter{ResponseWriter: bw, fr: fr}
 	f.handler.ServeHTTP(rw, r)
 	rw.finish(resourceMetadata(r))
+	if fr.sessionChecked && bw.Header().Get("Content-Type") == "text/event-stream" {
+		f.markStream(r.Header.Get(mcpserver.HeaderKeySessionID)) // mcp-go's session streams from now on
+	}
 }
 
 // admit checks what the HTTP transports check before mcp-go sees a request: a Host or

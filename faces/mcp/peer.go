@@ -22,6 +22,8 @@ type mcpPeer struct {
 	ctx  context.Context // the call's: it names the session, and over streamable HTTP the stream to use
 	id   string
 	caps mcpbackend.PeerCapabilities
+	// stream, when set, is the fast-path response log messages go to (fastcall.go).
+	stream *callStream
 }
 
 var _ mcpbackend.Peer = (*mcpPeer)(nil)
@@ -31,12 +33,16 @@ var peerSeq atomic.Uint64
 
 // withPeer returns ctx carrying the calling session as the bridge's peer; ctx unchanged
 // when there is no session.
-func (f *Face) withPeer(ctx context.Context) context.Context {
+func (f *Face) withPeer(ctx context.Context) context.Context { return f.peerWith(ctx, nil) }
+
+// peerWith is withPeer for a call whose log messages are written to st (nil: sent
+// through mcp-go's session).
+func (f *Face) peerWith(ctx context.Context, st *callStream) context.Context {
 	session := mcpserver.ClientSessionFromContext(ctx)
 	if session == nil {
 		return ctx
 	}
-	p := &mcpPeer{f: f, ctx: ctx, id: session.SessionID()}
+	p := &mcpPeer{f: f, ctx: ctx, id: session.SessionID(), stream: st}
 	if p.id == "" {
 		p.id = "call-" + strconv.FormatUint(peerSeq.Add(1), 10)
 	}
@@ -72,6 +78,12 @@ func (p *mcpPeer) Log(params json.RawMessage) {
 		Data   any              `json:"data"`
 	}
 	if err := json.Unmarshal(params, &m); err != nil {
+		return
+	}
+	if p.stream != nil { // a fast-path call on a session of a handshake revision: as mcp-go would
+		if sl, ok := mcpserver.ClientSessionFromContext(p.ctx).(mcpserver.SessionWithLogging); ok && m.Level.ShouldSendTo(sl.GetLogLevel()) {
+			p.stream.send(logNotification(m.Level, m.Logger, m.Data))
+		}
 		return
 	}
 	if err := p.f.srv.SendLogMessageToClient(p.ctx, mcp.NewLoggingMessageNotification(m.Level, m.Logger, m.Data)); err != nil {

@@ -75,26 +75,31 @@ func (w *refusalWriter) finish(resourceMetadata string) {
 		Error json.RawMessage `json:"error"`
 	}
 	r := w.fr.refusal
-	var body []byte
 	err := json.Unmarshal(w.body.Bytes(), &resp)
-	if err == nil && resp.Error != nil && len(resp.ID) > 0 {
-		body, err = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": resp.ID, "error": errorObject(r.err, r.traceID)})
-	}
-	if body == nil || err != nil {
+	if err != nil || resp.Error == nil || len(resp.ID) == 0 || !writeRefusal(w.ResponseWriter, resp.ID, r, w.status, resourceMetadata) {
 		w.ResponseWriter.WriteHeader(w.status)
 		_, _ = w.ResponseWriter.Write(w.body.Bytes())
-		return
+	}
+}
+
+// writeRefusal writes the refusal r of the request with the given id as the gateway's
+// JSON-RPC error, with status (403 and a step-up challenge for insufficient scope). It
+// writes nothing and returns false when the error does not encode.
+func writeRefusal(w http.ResponseWriter, id json.RawMessage, r *mcpRefusal, status int, resourceMetadata string) bool {
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": errorObject(r.err, r.traceID)})
+	if err != nil {
+		return false
 	}
 	h := w.Header()
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Set("X-Trace-Id", r.traceID)
-	status := w.status
 	if r.err.Code() == schemas.CodeInsufficientScope {
 		status = http.StatusForbidden
 		h.Set("WWW-Authenticate", faces.ScopeChallenge(scopesOf(r.err.Data()["missing_scopes"]), resourceMetadata))
 	}
-	w.ResponseWriter.WriteHeader(status)
-	_, _ = w.ResponseWriter.Write(body)
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+	return true
 }
 
 // errorObject is the JSON-RPC error object of err, with the trace id in its data.

@@ -55,6 +55,7 @@ func (f *Face) hooks() *mcpserver.Hooks {
 // relayUpdate sends a resource update to the sessions subscribed to its URI.
 func (f *Face) relayUpdate(ev mcpbackend.Event) {
 	for _, sid := range f.subs.sessions(ev.URI) {
+		f.markStream(sid) // mcp-go's send makes the session's later POSTs streams
 		_ = f.srv.SendNotificationToSpecificClient(sid, "notifications/resources/updated", map[string]any{"uri": ev.URI})
 	}
 }

@@ -25,10 +25,8 @@ func (f *Face) callTool(method string) mcpserver.ToolHandlerFunc {
 		principal, _ := ctx.Value(principalKey{}).(gateway.Principal)
 		ctx = f.withPeer(ctx) // upstream logs and requests during the call reach this session
 		if meta := req.Params.Meta; meta != nil && meta.ProgressToken != nil {
-			ctx = f.relayProgress(ctx, meta.ProgressToken)
+			ctx = f.relayProgress(ctx, meta.ProgressToken, nil)
 		}
-		tr := &mcpbackend.ToolResult{}
-		ctx = mcpbackend.WithToolResult(ctx, tr)
 		rt := f.gw.Acquire()
 		if meta := req.Params.Meta; meta != nil && rt.Pipeline().Tracer != nil {
 			ctx = observability.ExtractMeta(ctx, meta.AdditionalFields) // params._meta.traceparent
@@ -44,16 +42,15 @@ func (f *Face) callTool(method string) mcpserver.ToolHandlerFunc {
 				return nil, out.Err
 			}
 			raw, _ = json.Marshal(out.Err.Data()["result"])
-		} else if typed := tr.Of(out.Result); typed != nil {
-			return typed, nil // the upstream client decoded these very bytes already
 		}
 		return mcp.ParseCallToolResult(&raw)
 	}
 }
 
 // relayProgress forwards the upstream's progress notifications for this call to the
-// calling session, under the caller's own progress token.
-func (f *Face) relayProgress(ctx context.Context, token mcp.ProgressToken) context.Context {
+// calling session, under the caller's own progress token: onto st, a fast-path call's
+// response (fastcall.go), or, with st nil, through mcp-go's session.
+func (f *Face) relayProgress(ctx context.Context, token mcp.ProgressToken, st *callStream) context.Context {
 	return mcpbackend.WithProgress(ctx, func(p mcpbackend.Progress) {
 		params := map[string]any{"progressToken": token, "progress": p.Progress}
 		if p.Total != nil {
@@ -61,6 +58,10 @@ func (f *Face) relayProgress(ctx context.Context, token mcp.ProgressToken) conte
 		}
 		if p.Message != "" {
 			params["message"] = p.Message
+		}
+		if st != nil {
+			st.send(progressNotification(params))
+			return
 		}
 		if err := f.srv.SendNotificationToClient(ctx, "notifications/progress", params); err != nil {
 			f.log.Debug("relaying MCP progress", "err", err)

@@ -282,7 +282,6 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args json.RawMessage
 	progress := progressFrom(ctx)
 	start := time.Now()
 	defer func() { gateway.ObserverFrom(ctx).ToolCalled(name, r.up.cfg.Name, time.Since(start)) }()
-	var typed *mcp.CallToolResult // mcp-go's decoding of x.result, for a face that wants it
 	x, err := r.up.do(ctx, func(ctx context.Context, s *session) error {
 		var token string
 		if progress != nil {
@@ -305,14 +304,11 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args json.RawMessage
 			req.Params.Meta = &mcp.Meta{ProgressToken: token}
 		}
 		askLogLevel(ctx, s, &req.Params.Meta)
-		typed, err = s.cli.CallTool(ctx, req)
+		_, err := s.cli.CallTool(ctx, req)
 		return err
 	})
 	if err != nil {
 		return nil, err
-	}
-	if tr := toolResultFrom(ctx); tr != nil {
-		tr.Raw, tr.Typed = x.result, typed
 	}
 	return x.result, nil
 }

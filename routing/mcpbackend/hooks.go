@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/gatehouse-dev/gatehouse/gateway"
 )
 
@@ -57,33 +55,3 @@ func WithProgress(ctx context.Context, fn func(Progress)) context.Context {
 }
 
 func progressFrom(ctx context.Context) func(Progress) { return gateway.ProgressFrom(ctx) }
-
-// ToolResult receives, for a face that relays results as MCP, the tools/call result the
-// upstream session's client already decoded, beside the raw JSON it was decoded from. A
-// face whose call result is still that raw JSON (no stage replaced it) can use Typed and
-// skip decoding the same bytes again.
-type ToolResult struct {
-	Raw   json.RawMessage
-	Typed *mcp.CallToolResult
-}
-
-type toolResultKey struct{}
-
-// WithToolResult returns a context under which Bridge.CallTool fills r.
-func WithToolResult(ctx context.Context, r *ToolResult) context.Context {
-	return context.WithValue(ctx, toolResultKey{}, r)
-}
-
-func toolResultFrom(ctx context.Context) *ToolResult {
-	r, _ := ctx.Value(toolResultKey{}).(*ToolResult)
-	return r
-}
-
-// Of returns Typed when raw is the very result it was decoded from (the same bytes, not a
-// copy: a pipeline stage that rewrote the result made new ones), or nil.
-func (r *ToolResult) Of(raw []byte) *mcp.CallToolResult {
-	if r == nil || r.Typed == nil || len(raw) == 0 || len(raw) != len(r.Raw) || &raw[0] != &r.Raw[0] {
-		return nil
-	}
-	return r.Typed
-}
