@@ -167,3 +167,53 @@ func TestS3Presigned(t *testing.T) {
 		}
 	}
 }
+
+// TestS3Refs: with presigning on, Fetch hands out object-store URLs that read the bytes
+// straight from the S3 server; uploads still go through the gateway's endpoint.
+func TestS3Refs(t *testing.T) {
+	srv := startS3(t)
+	st := srv.open(t, blobtest.Limits)
+	if _, err := st.Create(t.Context(), "in/y", strings.NewReader("presigned bytes"), 15); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := blob.NewSigner(blob.RandomKey(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, err := blob.NewRefs(blob.RefsOptions{Store: st, Signer: signer, PublicURL: "http://gw.test", TTL: time.Minute, Presign: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: srv.transport}
+	get := func(u, rangeHeader string) string {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
+		if rangeHeader != "" {
+			req.Header.Set("Range", rangeHeader)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	whole, err := refs.Fetch(t.Context(), "blob:in/y", "task", "agent")
+	if err != nil || !strings.HasPrefix(whole, "http://"+srv.addr+"/") {
+		t.Fatalf("Fetch = %q, %v; want a URL of the S3 server", whole, err)
+	}
+	if got := get(whole, ""); got != "presigned bytes" {
+		t.Errorf("GET presigned = %q", got)
+	}
+	part, err := refs.FetchRange(t.Context(), "blob:in/y", "task", "agent", 10, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := get(part, "bytes=10-14"); got != "bytes" {
+		t.Errorf("GET presigned range = %q", got)
+	}
+	up, _, err := refs.Upload(t.Context(), "task", "agent", 0)
+	if err != nil || !strings.HasPrefix(up, "http://gw.test/blobs/out/") {
+		t.Errorf("Upload = %q, %v; want the gateway's endpoint", up, err)
+	}
+}
