@@ -206,8 +206,10 @@ func (d *Dir) remove(dir string) error {
 	return nil
 }
 
-// Expire walks the objects and removes those created before before.
+// Expire walks the objects and removes those created before before, and the leftovers in
+// tmp/ of writes cut short (a crash) older than before.
 func (d *Dir) Expire(ctx context.Context, before time.Time) (int, error) {
+	d.sweepTmp(before)
 	shards, err := os.ReadDir(filepath.Join(d.root, dirObjects))
 	if err != nil {
 		return 0, fmt.Errorf("blob: dir store: %w", err)
@@ -234,6 +236,20 @@ func (d *Dir) Expire(ctx context.Context, before time.Time) (int, error) {
 		}
 	}
 	return removed, nil
+}
+
+// sweepTmp removes the entries of tmp/ last modified before before: writes and deletes in
+// progress are younger than any sensible expiry.
+func (d *Dir) sweepTmp(before time.Time) {
+	entries, err := os.ReadDir(filepath.Join(d.root, dirTmp))
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil && fi.ModTime().Before(before) {
+			_ = os.RemoveAll(filepath.Join(d.root, dirTmp, e.Name()))
+		}
+	}
 }
 
 // copyLimited copies r into w, at most max bytes (one more fails with ErrTooLarge), and

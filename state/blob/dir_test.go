@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/state/blob"
 	"github.com/gatehouse-dev/gatehouse/state/blob/blobtest"
@@ -42,5 +43,32 @@ func TestDirStaysInsideRoot(t *testing.T) {
 	tmp, err := os.ReadDir(filepath.Join(root, "tmp"))
 	if err != nil || len(tmp) != 0 {
 		t.Errorf("tmp holds %v, %v; want nothing", tmp, err)
+	}
+}
+
+// TestDirExpireSweepsTmp: a write cut short by a crash leaves a directory in tmp/, which
+// Expire removes once it is older than the cut-off.
+func TestDirExpireSweepsTmp(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	s, err := blob.OpenDir(root, blob.Limits{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := filepath.Join(root, "tmp", "obj-crashed")
+	if err := os.MkdirAll(left, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Expire(t.Context(), time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(left); err != nil {
+		t.Fatalf("a young leftover was removed: %v", err)
+	}
+	if _, err := s.Expire(t.Context(), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("an old leftover is still there: %v", err)
 	}
 }
