@@ -7,10 +7,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/faces"
 	blobface "github.com/gatehouse-dev/gatehouse/faces/blob"
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 	"github.com/gatehouse-dev/gatehouse/state/blob"
 )
@@ -25,13 +28,16 @@ import (
 const maxObject = 64
 
 // fakeGateway authenticates bearer "writer" with the write scope and "reader" without it.
-type fakeGateway struct{ held atomic.Int64 }
+type fakeGateway struct {
+	held atomic.Int64
+	pipe *faces.Pipeline // nil: no access log
+}
 
 func (g *fakeGateway) Acquire() faces.Runtime { g.held.Add(1); return fakeRuntime{g} }
 
 type fakeRuntime struct{ g *fakeGateway }
 
-func (fakeRuntime) Pipeline() *faces.Pipeline              { return nil }
+func (r fakeRuntime) Pipeline() *faces.Pipeline            { return r.g.pipe }
 func (r fakeRuntime) Authenticator() gateway.Authenticator { return r }
 func (r fakeRuntime) Release()                             { r.g.held.Add(-1) }
 
@@ -368,5 +374,49 @@ func TestOff(t *testing.T) {
 	defer srv.Close()
 	if r := do(t, http.MethodGet, srv.URL+"/blobs/x", nil); r.status != http.StatusNotFound || r.code != schemas.CodeInvalidRequest {
 		t.Errorf("GET on a nil face: %d %s; want 404", r.status, r.body)
+	}
+}
+
+// syncBuffer is a log buffer safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestAccessLog: every request is an access line, as a call is: the operation, the code of a
+// refusal, and the caller as a hash (the agent of a signed URL, the uploading caller).
+func TestAccessLog(t *testing.T) {
+	t.Parallel()
+	logs := &syncBuffer{}
+	all := 1.0
+	e := newEnv(t)
+	e.gw.pipe = &faces.Pipeline{Access: observability.NewAccessLog(observability.LogConfig{
+		Access: observability.AccessConfig{SampleRatio: &all}}, slog.New(slog.NewTextHandler(logs, nil)))}
+	ref := e.upload(t, []byte("logged"))
+	u, _ := e.refs.Fetch(t.Context(), ref, "task-1", "agent-a")
+	do(t, http.MethodGet, u, nil)
+	do(t, http.MethodGet, strings.Replace(u, "agent=agent-a", "agent=agent-b", 1), nil)
+	want := []string{
+		"method=blobs.upload protocol=http status=success code=0",
+		"method=blobs.get protocol=http status=success code=0",
+		"caller=" + observability.CallerHash("agent:agent-a"),
+		"method=blobs.get protocol=http status=error code=4001",
+	}
+	for _, w := range want {
+		if !strings.Contains(logs.String(), w) {
+			t.Errorf("access log lacks %q:\n%s", w, logs.String())
+		}
 	}
 }
