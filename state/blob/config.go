@@ -38,10 +38,11 @@ type Config struct {
 	// PublicURL is the base URL agents reach the boundary listener by (default: http(s)://
 	// and the boundary's address); set it when agents come through NAT or a proxy.
 	PublicURL string `yaml:"public_url" json:"public_url,omitempty"`
-	// SigningKey signs the URLs (at least MinKeyBytes bytes, usually ${ENV}). Replicas
+	// SigningKey signs the URLs (at least MinKeyBytes bytes, usually ${ENV}); never logged
+	// nor written to JSON output. Replicas
 	// that serve each other's URLs must share it. Empty: a random key per process, which
 	// only a single replica can use.
-	SigningKey string `yaml:"signing_key" json:"signing_key,omitempty"`
+	SigningKey string `yaml:"signing_key" json:"-"`
 	// WriteScope is the scope a caller needs to upload through the endpoint (default
 	// DefaultScope).
 	WriteScope string `yaml:"write_scope" json:"write_scope,omitempty"`
@@ -52,8 +53,8 @@ type S3Config struct {
 	Endpoint  string `yaml:"endpoint" json:"endpoint"`
 	Bucket    string `yaml:"bucket" json:"bucket"`
 	Region    string `yaml:"region" json:"region,omitempty"`
-	AccessKey string `yaml:"access_key" json:"access_key,omitempty"`
-	SecretKey string `yaml:"secret_key" json:"secret_key,omitempty"`
+	AccessKey string `yaml:"access_key" json:"-"`
+	SecretKey string `yaml:"secret_key" json:"-"`
 	// Secure speaks HTTPS to the endpoint (default true).
 	Secure *bool `yaml:"secure" json:"secure,omitempty"`
 	// Prefix is prepended to every key in the bucket.
