@@ -141,3 +141,32 @@ func TestBlobsConfig(t *testing.T) {
 		t.Errorf("defaults: %+v", b)
 	}
 }
+
+// TestBlobsAcrossReplicas: a URL issued by one replica is served by another that shares the
+// store and the signing key, and refused by one with another key.
+func TestBlobsAcrossReplicas(t *testing.T) {
+	dir := t.TempDir()
+	replica := func(key string) *testServer {
+		return start(t, fmt.Sprintf(blobsYAML, apiKeyHash("writer-key"), apiKeyHash("reader-key"), dir, key), nil)
+	}
+	shared := strings.Repeat("s", blob.MinKeyBytes)
+	a, b, other := replica(shared), replica(shared), replica(strings.Repeat("o", blob.MinKeyBytes))
+	status, _, body := blobCall(t, http.MethodPost, a.base+"/blobs/", []byte("shared bytes"), "X-API-Key", "writer-key")
+	var created struct {
+		Ref string `json:"ref"`
+	}
+	if status != http.StatusCreated || json.Unmarshal(body, &created) != nil {
+		t.Fatalf("upload to A: %d %s", status, body)
+	}
+	u, err := a.BlobRefs().Fetch(t.Context(), created.Ref, "task-1", "agent-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := strings.TrimPrefix(u, a.base)
+	if status, _, body := blobCall(t, http.MethodGet, b.base+path, nil); status != http.StatusOK || string(body) != "shared bytes" {
+		t.Errorf("A's URL at B: %d %q; want 200 and the bytes", status, body)
+	}
+	if status, _, body := blobCall(t, http.MethodGet, other.base+path, nil); status != http.StatusUnauthorized {
+		t.Errorf("A's URL at a replica with another key: %d %s; want 401", status, body)
+	}
+}
