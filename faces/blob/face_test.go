@@ -200,6 +200,11 @@ func TestRoundTrip(t *testing.T) {
 	if r := do(t, http.MethodGet, whole, nil, "Range", "bytes=-6"); r.status != http.StatusPartialContent || string(r.body) != "uvwxyz" {
 		t.Errorf("suffix range of a whole grant: %d %q", r.status, r.body)
 	}
+	for _, bad := range []string{"bytes=--1", "bytes=-+1", "bytes=+1-2", "bytes=1--2", "bytes=0x1-2"} {
+		if r := do(t, http.MethodGet, whole, nil, "Range", bad); r.status != http.StatusRequestedRangeNotSatisfiable {
+			t.Errorf("Range %q: %d %q; want 416", bad, r.status, r.body)
+		}
+	}
 
 	put, outRef, err := e.refs.Upload(t.Context(), "task-1", "agent-a", 0)
 	if err != nil {

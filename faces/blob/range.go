@@ -56,10 +56,10 @@ func requestedRange(header string, g blob.Grant, size int64) (off, n int64, err 
 	return off, n, nil
 }
 
-// parseOffset parses a non-negative decimal byte position.
+// parseOffset parses a byte position: decimal digits only (no sign, no space).
 func parseOffset(s string) (int64, error) {
-	if s == "" || s[0] == '+' {
-		return 0, errors.New("empty")
+	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, errors.New("not a byte position")
 	}
 	return strconv.ParseInt(s, 10, 64)
 }
