@@ -26,6 +26,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/routing/nekte"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 	"github.com/gatehouse-dev/gatehouse/state"
+	"github.com/gatehouse-dev/gatehouse/state/blob"
 )
 
 // Config is the whole configuration file. Each section is the config struct of the module
@@ -73,6 +74,9 @@ type Config struct {
 	// server/tracing.go); absent, nothing is traced. A reload that changes it
 	// rebuilds the tracer provider.
 	Tracing *observability.TracingConfig `yaml:"tracing" json:"tracing,omitempty"`
+	// Blobs is the DataRef blob store and its endpoint /blobs/ (state/blob, faces/blob,
+	// blobs.go); absent, the endpoint answers 404. Read at start.
+	Blobs *blob.Config `yaml:"blobs" json:"blobs,omitempty"`
 
 	// file is where the configuration was read from ("" for the embedded default).
 	file string
@@ -301,6 +305,7 @@ func (c *Config) validate(doc *loader.Document) (compiled, loader.ErrorList) {
 	}
 	errs = append(errs, sectionErrors(doc, "approvals", c.Approvals.Validate())...)
 	errs = append(errs, c.validateResilience(doc)...)
+	errs = append(errs, c.validateBlobs(doc)...) // blobs.go
 	if err := c.Routing.Validate(); err != nil {
 		bad("routing", "%v", err)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	mcpface "github.com/gatehouse-dev/gatehouse/faces/mcp"
+	"github.com/gatehouse-dev/gatehouse/state/blob"
 )
 
 // boundaryHandler returns the HTTP handler of the boundary listener: the JSON-RPC face's
@@ -17,6 +18,7 @@ func (s *Server) boundaryHandler() http.Handler {
 		httprpc.Route{Method: http.MethodGet, Path: mcpface.ProtectedResourcePath + mcpface.Path, Handler: http.HandlerFunc(s.mcp.ServeProtectedResource)},
 		httprpc.Route{Method: http.MethodGet, Path: mcpface.SSEPath, Handler: http.HandlerFunc(s.mcp.ServeSSE)},
 		httprpc.Route{Method: http.MethodPost, Path: mcpface.MessagePath, Handler: http.HandlerFunc(s.mcp.ServeSSE)},
+		httprpc.Route{Path: blob.EndpointPath + "*key", Handler: s.blobHandler()}, // blobs.go; no blobs section: 404
 	))
 }
 

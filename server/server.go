@@ -84,6 +84,7 @@ type Server struct {
 	liveness *auth.Liveness
 
 	mcp   *mcpface.Face // nil when the MCP face is off
+	blobs *blobService  // nil without a blobs section (blobs.go)
 	nekte *nekteService // nil when NEKTE was off at start
 	// metrics are the process's metrics, kept across reloads; nil when metrics are off.
 	metrics *observability.Metrics
@@ -134,13 +135,18 @@ func New(cfg *Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.demoLn, s.tls = demoLn, tlsSources
-	if err := s.listenAll(cfg.Server); err != nil {
+	err = s.openBlobs(cfg) // blobs.go
+	if err == nil {
+		err = s.listenAll(cfg.Server)
+	}
+	if err != nil {
 		if demoLn != nil {
 			_ = demoLn.Close()
 		}
 		s.closeCore()
 		return nil, err
 	}
+	s.issueBlobs()
 	if cfg.MCPFace != nil {
 		if cfg.MCPFace.SessionKey == "" {
 			s.log.Info("mcp_face.session_key is not set: MCP sessions are signed with a random key and end when this process does")
