@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"path/filepath"
 
+	"github.com/gatehouse-dev/gatehouse/configs/loader"
 	"github.com/gatehouse-dev/gatehouse/faces"
 	blobface "github.com/gatehouse-dev/gatehouse/faces/blob"
-	"github.com/gatehouse-dev/gatehouse/server/config"
 	"github.com/gatehouse-dev/gatehouse/state/blob"
 )
 
@@ -32,7 +32,7 @@ type blobGateway struct{ *Server }
 func (g blobGateway) Acquire() faces.Runtime { return g.acquire() }
 
 // validateBlobs applies the section's defaults and positions its problems in doc.
-func (c *Config) validateBlobs(doc *config.Document) config.ErrorList {
+func (c *Config) validateBlobs(doc *loader.Document) loader.ErrorList {
 	if c.Blobs == nil {
 		return nil
 	}
