@@ -80,7 +80,7 @@ func (b *Backend) Invoke(ctx context.Context, call *gateway.Call) (_ *gateway.Re
 	}
 	ctx, span := b.startSpan(ctx, m)
 	defer endSpan(span, &err)
-	ctx, cancel, herr := b.callContext(ctx, call)
+	ctx, cancel, herr := b.callContext(ctx, call, true)
 	if herr != nil {
 		return nil, herr
 	}
@@ -102,8 +102,10 @@ func (b *Backend) Invoke(ctx context.Context, call *gateway.Call) (_ *gateway.Re
 // call's identity and the hop's credential in metadata. The metadata is built afresh: no
 // metadata the caller sent, and no outgoing metadata already in ctx, reaches the backend.
 // A hop left with less than ε once the reserve is taken is refused (DEADLINE_EXCEEDED,
-// layer backend) before anything is dialled or sent.
-func (b *Backend) callContext(ctx context.Context, call *gateway.Call) (context.Context, context.CancelFunc, *gateway.Error) {
+// layer backend) before anything is dialled or sent. A unary RPC, which ends before the
+// call's context does, is bounded by gateway.WithHopDeadline: without a second timer when
+// the call's own context has not started one.
+func (b *Backend) callContext(ctx context.Context, call *gateway.Call, unary bool) (context.Context, context.CancelFunc, *gateway.Error) {
 	dl, bounded := ctx.Deadline()
 	var hop time.Time
 	if bounded {
@@ -112,13 +114,17 @@ func (b *Backend) callContext(ctx context.Context, call *gateway.Call) (context.
 			return nil, nil, err.With("backend", b.cfg.Name)
 		}
 	}
-	ctx = metadata.NewOutgoingContext(ctx, b.callMetadata(ctx, call))
-	if bounded {
-		ctx, cancel := context.WithDeadline(ctx, hop)
-		return ctx, cancel, nil
+	md := b.callMetadata(ctx, call)
+	var cancel context.CancelFunc
+	switch {
+	case bounded && unary:
+		ctx, cancel = gateway.WithHopDeadline(ctx, hop)
+	case bounded:
+		ctx, cancel = context.WithDeadline(ctx, hop)
+	default:
+		ctx, cancel = context.WithCancel(ctx)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	return ctx, cancel, nil
+	return metadata.NewOutgoingContext(ctx, md), cancel, nil
 }
 
 // callMetadata is the outgoing metadata of call: x-request-id, the trace context, the

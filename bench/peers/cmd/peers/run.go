@@ -7,6 +7,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -33,6 +35,9 @@ type options struct {
 	tmp         string
 	out, img    string
 	jsonOut     string
+	bodies      []string // JSON→gRPC bodies to run (bodySmall, body4K)
+	mcp         bool     // run the MCP rows
+	profile     string   // directory for CPU profiles of the fronts, one per closed-loop round; empty: none
 }
 
 func parseList[T any](s string, parse func(string) (T, error)) ([]T, error) {
@@ -50,7 +55,7 @@ func parseList[T any](s string, parse func(string) (T, error)) ([]T, error) {
 func run(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ExitOnError)
 	var o options
-	var callers, rates, modes string
+	var callers, rates, modes, bodies string
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds per scenario (interleaved); figures are their medians")
 	fs.DurationVar(&o.duration, "duration", 5*time.Second, "length of one round of one scenario")
 	fs.StringVar(&callers, "callers", "32,1", "closed-loop caller counts")
@@ -64,13 +69,35 @@ func run(args []string) error {
 	fs.StringVar(&o.out, "out", "docs/benchmarks-peers.md", "the page to write")
 	fs.StringVar(&o.img, "img", "docs/img", "directory of the charts")
 	fs.StringVar(&o.jsonOut, "json", ".tmp/peers/results.json", "raw results")
+	fs.StringVar(&bodies, "bodies", "small,4k", "JSON→gRPC bodies to run: small, 4k (empty: none)")
+	fs.BoolVar(&o.mcp, "mcp", true, "run the MCP tools/call rows")
+	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of Gatehouse and grpc-gateway over each of their closed-loop rounds into this directory "+
+		"(the profiling costs the fronts CPU: do not publish the figures of such a run)")
 	_ = fs.Parse(args)
 	var err error
 	if o.callers, err = parseList(callers, strconv.Atoi); err != nil {
 		return fmt.Errorf("-callers: %w", err)
 	}
-	if o.rates, err = parseList(rates, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }); err != nil {
-		return fmt.Errorf("-rates: %w", err)
+	if rates != "" {
+		if o.rates, err = parseList(rates, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }); err != nil {
+			return fmt.Errorf("-rates: %w", err)
+		}
+	}
+	for b := range strings.SplitSeq(bodies, ",") {
+		switch strings.TrimSpace(b) {
+		case "small":
+			o.bodies = append(o.bodies, bodySmall)
+		case "4k":
+			o.bodies = append(o.bodies, body4K)
+		case "":
+		default:
+			return fmt.Errorf("-bodies: unknown body %q (small, 4k)", b)
+		}
+	}
+	if o.profile != "" {
+		if err := os.MkdirAll(o.profile, 0o750); err != nil {
+			return err
+		}
 	}
 	o.modes = strings.Split(modes, ",")
 	if err := os.MkdirAll(o.tmp, 0o750); err != nil {
@@ -161,6 +188,7 @@ type scenario struct {
 	backend  *proc
 	samples  []sample
 	directOf string // open loop: the body whose direct capacity sets the rate
+	pprof    string // base URL of the front's /debug/pprof/, for -profile
 }
 
 type sample struct {
@@ -185,6 +213,18 @@ func (s *scenario) measureOnce(ctx context.Context, o options, rate float64) {
 	f0, b0 := cpu(s.front), cpu(s.backend)
 	var smp sample
 	var calls int64
+	var profiled chan struct{}
+	if o.profile != "" && s.pprof != "" && rate == 0 {
+		profiled = make(chan struct{})
+		go func() {
+			defer close(profiled)
+			name := fmt.Sprintf("%s-%s-%s-%d-r%d.pprof", s.key.Front, s.key.Body, s.key.Kind, s.key.Callers, len(s.samples)+1)
+			name = strings.NewReplacer(" ", "", "/", "_").Replace(name)
+			if err := fetchProfile(s.pprof, max(1, int(o.duration/time.Second)), filepath.Join(o.profile, name)); err != nil {
+				fmt.Println("profile:", err)
+			}
+		}()
+	}
 	if rate > 0 {
 		r := measure.OpenLoop(ctx, rate, o.duration, o.maxInFlight, s.call)
 		calls = int64(len(r.Latencies))
@@ -197,6 +237,9 @@ func (s *scenario) measureOnce(ctx context.Context, o options, rate float64) {
 	}
 	self1, _ := measure.ProcessCPU(os.Getpid())
 	f1, b1 := cpu(s.front), cpu(s.backend)
+	if profiled != nil {
+		<-profiled
+	}
 	if calls > 0 {
 		smp.frontCPU = (f1 - f0) / time.Duration(calls)
 		smp.backendCPU = (b1 - b0) / time.Duration(calls)
@@ -265,11 +308,11 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 	if err != nil {
 		return m, nil, err
 	}
-	addrs, err := freeAddrs(6)
+	addrs, err := freeAddrs(7)
 	if err != nil {
 		return m, nil, err
 	}
-	backendAddr, upAddr, ghAddr, ghAdmin, gwAddr, vmcpAddr := addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], addrs[5]
+	backendAddr, upAddr, ghAddr, ghAdmin, gwAddr, vmcpAddr, gwPprof := addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], addrs[5], addrs[6]
 	var procs []*proc
 	defer func() {
 		for _, p := range slices.Backward(procs) {
@@ -296,11 +339,17 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 	if err := os.WriteFile(ghConf, []byte(gatehouseConfig(ghAddr, ghAdmin, backendAddr, upAddr)), 0o644); err != nil {
 		return m, nil, err
 	}
-	gh, err := start("gatehouse", httpCheck("http://"+ghAdmin+"/readyz"), o.gatehouse, "serve", "--config", ghConf)
+	ghArgs := []string{"serve", "--config", ghConf}
+	gwArgs := []string{"grpcgw", "-addr", gwAddr, "-backend", backendAddr}
+	if o.profile != "" {
+		ghArgs = append(ghArgs, "--pprof")
+		gwArgs = append(gwArgs, "-pprof", gwPprof)
+	}
+	gh, err := start("gatehouse", httpCheck("http://"+ghAdmin+"/readyz"), o.gatehouse, ghArgs...)
 	if err != nil {
 		return m, nil, err
 	}
-	gw, err := start("grpcgw", dialCheck(gwAddr), self, "grpcgw", "-addr", gwAddr, "-backend", backendAddr)
+	gw, err := start("grpcgw", dialCheck(gwAddr), self, gwArgs...)
 	if err != nil {
 		return m, nil, err
 	}
@@ -341,6 +390,7 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 		t := &httpTarget{client: httpClient, url: url, body: []byte(body)}
 		return t, t.prime(ctx, check)
 	}
+	pprofOf := map[*proc]string{gh: "http://" + ghAdmin, gw: "http://" + gwPprof}
 	ghSmall, err := mk("http://"+ghAddr+"/rpc", `{"jsonrpc":"2.0","method":"calc.subtract","params":[42,23],"id":1}`, checkSubtract(true))
 	if err != nil {
 		return m, nil, err
@@ -362,9 +412,9 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 	var scenarios []*scenario
 	add := func(kind, front, body string, callers int, call measure.CallFunc, fp, bp *proc) {
 		scenarios = append(scenarios, &scenario{key: report.Row{Kind: kind, Front: front, Body: body, Callers: callers},
-			call: call, front: fp, backend: bp})
+			call: call, front: fp, backend: bp, pprof: pprofOf[fp]})
 	}
-	for _, body := range []string{bodySmall, body4K} {
+	for _, body := range o.bodies {
 		for _, n := range o.callers {
 			if body == bodySmall {
 				add(report.KindClosed, report.Direct, body, n, g.subtract, nil, backend)
@@ -384,6 +434,9 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 		}
 	}()
 	for _, n := range o.callers {
+		if !o.mcp {
+			break
+		}
 		fronts := []struct {
 			name string
 			url  string
@@ -435,7 +488,7 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 		}
 	}
 	var open []*scenario
-	for _, body := range []string{bodySmall, body4K} {
+	for _, body := range o.bodies {
 		for _, frac := range o.rates {
 			for _, s := range scenarios {
 				if s.key.Kind == report.KindClosed && s.key.Body == body && s.key.Callers == maxCallers {
@@ -522,4 +575,28 @@ aggregation:
   conflictResolutionConfig:
     prefixFormat: "{workload}_"
 `, upstream)
+}
+
+// fetchProfile writes a CPU profile of seconds from the front's /debug/pprof/ at base to path.
+func fetchProfile(base string, seconds int, path string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds+30)*time.Second)
+	defer cancel()
+	url := base + "/debug/pprof/profile?seconds=" + strconv.Itoa(seconds)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: HTTP %d", url, resp.StatusCode)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -64,9 +65,16 @@ func runGRPCGateway(args []string) error {
 	fs := flag.NewFlagSet("grpcgw", flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
 	backend := fs.String("backend", "", "gRPC backend address")
+	pprofAddr := fs.String("pprof", "", "serve net/http/pprof's /debug/pprof/ on this address (empty: off)")
 	_ = fs.Parse(args)
 	ctx, stop := signalContext()
 	defer stop()
+	if *pprofAddr != "" {
+		pm := http.NewServeMux()
+		pm.HandleFunc("/debug/pprof/", pprof.Index)
+		pm.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		go func() { _ = serveHTTP(ctx, *pprofAddr, pm) }()
+	}
 	mux := runtime.NewServeMux()
 	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	if err := calculatorgw.RegisterCalculatorServiceHandlerFromEndpoint(ctx, mux, *backend, opts); err != nil {
