@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/bench/peers/measure"
@@ -71,7 +72,7 @@ func run(args []string) error {
 	fs.StringVar(&o.jsonOut, "json", ".tmp/peers/results.json", "raw results")
 	fs.StringVar(&bodies, "bodies", "small,4k", "JSON→gRPC bodies to run: small, 4k (empty: none)")
 	fs.BoolVar(&o.mcp, "mcp", true, "run the MCP tools/call rows")
-	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of Gatehouse and grpc-gateway over each of their closed-loop rounds into this directory "+
+	fs.StringVar(&o.profile, "profile", "", "write CPU profiles of Gatehouse, grpc-gateway and the gRPC backend over each JSON→gRPC closed-loop round into this directory "+
 		"(the profiling costs the fronts CPU: do not publish the figures of such a run)")
 	_ = fs.Parse(args)
 	var err error
@@ -189,6 +190,7 @@ type scenario struct {
 	samples  []sample
 	directOf string // open loop: the body whose direct capacity sets the rate
 	pprof    string // base URL of the front's /debug/pprof/, for -profile
+	bpprof   string // the backend's, for -profile
 }
 
 type sample struct {
@@ -214,15 +216,25 @@ func (s *scenario) measureOnce(ctx context.Context, o options, rate float64) {
 	var smp sample
 	var calls int64
 	var profiled chan struct{}
-	if o.profile != "" && s.pprof != "" && rate == 0 {
+	if o.profile != "" && rate == 0 {
 		profiled = make(chan struct{})
+		name := fmt.Sprintf("%s-%s-%s-%d-r%d", s.key.Front, s.key.Body, s.key.Kind, s.key.Callers, len(s.samples)+1)
+		name = strings.NewReplacer(" ", "", "/", "_").Replace(name)
+		seconds := max(1, int(o.duration/time.Second))
 		go func() {
 			defer close(profiled)
-			name := fmt.Sprintf("%s-%s-%s-%d-r%d.pprof", s.key.Front, s.key.Body, s.key.Kind, s.key.Callers, len(s.samples)+1)
-			name = strings.NewReplacer(" ", "", "/", "_").Replace(name)
-			if err := fetchProfile(s.pprof, max(1, int(o.duration/time.Second)), filepath.Join(o.profile, name)); err != nil {
-				fmt.Println("profile:", err)
+			var wg sync.WaitGroup
+			for _, p := range [][2]string{{s.pprof, name + ".pprof"}, {s.bpprof, name + "-backend.pprof"}} {
+				if p[0] == "" {
+					continue
+				}
+				wg.Go(func() {
+					if err := fetchProfile(p[0], seconds, filepath.Join(o.profile, p[1])); err != nil {
+						fmt.Println("profile:", err)
+					}
+				})
 			}
+			wg.Wait()
 		}()
 	}
 	if rate > 0 {
@@ -308,11 +320,18 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 	if err != nil {
 		return m, nil, err
 	}
-	addrs, err := freeAddrs(7)
+	addrs, err := freeAddrs(8)
 	if err != nil {
 		return m, nil, err
 	}
 	backendAddr, upAddr, ghAddr, ghAdmin, gwAddr, vmcpAddr, gwPprof := addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], addrs[5], addrs[6]
+	backendPprof := addrs[7]
+	backendArgs := []string{"backend", "-addr", backendAddr}
+	if o.profile != "" {
+		backendArgs = append(backendArgs, "-pprof", backendPprof)
+	} else {
+		backendPprof = ""
+	}
 	var procs []*proc
 	defer func() {
 		for _, p := range slices.Backward(procs) {
@@ -327,7 +346,7 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 		procs = append(procs, p)
 		return p, p.waitReady(ready)
 	}
-	backend, err := start("backend", dialCheck(backendAddr), self, "backend", "-addr", backendAddr)
+	backend, err := start("backend", dialCheck(backendAddr), self, backendArgs...)
 	if err != nil {
 		return m, nil, err
 	}
@@ -391,6 +410,10 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 		return t, t.prime(ctx, check)
 	}
 	pprofOf := map[*proc]string{gh: "http://" + ghAdmin, gw: "http://" + gwPprof}
+	bpprofOf := map[*proc]string{}
+	if backendPprof != "" {
+		bpprofOf[backend] = "http://" + backendPprof
+	}
 	ghSmall, err := mk("http://"+ghAddr+"/rpc", `{"jsonrpc":"2.0","method":"calc.subtract","params":[42,23],"id":1}`, checkSubtract(true))
 	if err != nil {
 		return m, nil, err
@@ -412,7 +435,7 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 	var scenarios []*scenario
 	add := func(kind, front, body string, callers int, call measure.CallFunc, fp, bp *proc) {
 		scenarios = append(scenarios, &scenario{key: report.Row{Kind: kind, Front: front, Body: body, Callers: callers},
-			call: call, front: fp, backend: bp, pprof: pprofOf[fp]})
+			call: call, front: fp, backend: bp, pprof: pprofOf[fp], bpprof: bpprofOf[bp]})
 	}
 	for _, body := range o.bodies {
 		for _, n := range o.callers {
