@@ -31,6 +31,7 @@ type options struct {
 	modes       []string
 	maxInFlight int
 	gatehouse   string
+	gatehouseB  string // a second Gatehouse binary measured beside the first (A/B of two builds), empty: none
 	vmcp        string
 	vmcpVersion string
 	tmp         string
@@ -64,6 +65,8 @@ func run(args []string) error {
 	fs.StringVar(&modes, "modes", "pinned,unpinned", "placements: pinned (servers on CPU 0, load on CPU 1), unpinned")
 	fs.IntVar(&o.maxInFlight, "max-in-flight", 256, "open loop: most calls outstanding; beyond, calls are dropped and counted")
 	fs.StringVar(&o.gatehouse, "gatehouse", ".tmp/bin/gatehouse-bench", "the gatehouse binary")
+	fs.StringVar(&o.gatehouseB, "gatehouse-b", "", "a second gatehouse binary, measured in the same rounds as \"Gatehouse B\" on the JSON→gRPC rows "+
+		"(A/B of two builds on a noisy machine: compare the two rows of each round); empty: none")
 	fs.StringVar(&o.vmcp, "vmcp", "", "ToolHive's vmcp binary (empty or missing: the vMCP rows are skipped, and the page says why)")
 	fs.StringVar(&o.vmcpVersion, "vmcp-version", "", "ToolHive version, for the page")
 	fs.StringVar(&o.tmp, "tmp", ".tmp/peers", "working directory for configurations and logs")
@@ -289,12 +292,13 @@ func (s *scenario) row() report.Row {
 }
 
 const (
-	frontGatehouse = "Gatehouse"
-	frontGW        = "grpc-gateway"
-	frontVMCP      = "ToolHive vMCP"
-	bodySmall      = "small"
-	body4K         = "4 KB"
-	body100        = "100 B"
+	frontGatehouse  = "Gatehouse"
+	frontGatehouseB = "Gatehouse B"
+	frontGW         = "grpc-gateway"
+	frontVMCP       = "ToolHive vMCP"
+	bodySmall       = "small"
+	body4K          = "4 KB"
+	body100         = "100 B"
 )
 
 func runMode(o options, mode string) (report.Mode, []string, error) {
@@ -320,10 +324,11 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 	if err != nil {
 		return m, nil, err
 	}
-	addrs, err := freeAddrs(8)
+	addrs, err := freeAddrs(10)
 	if err != nil {
 		return m, nil, err
 	}
+	ghBAddr, ghBAdmin := addrs[8], addrs[9]
 	backendAddr, upAddr, ghAddr, ghAdmin, gwAddr, vmcpAddr, gwPprof := addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], addrs[5], addrs[6]
 	backendPprof := addrs[7]
 	backendArgs := []string{"backend", "-addr", backendAddr}
@@ -368,6 +373,20 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 	if err != nil {
 		return m, nil, err
 	}
+	var ghB *proc
+	if o.gatehouseB != "" {
+		conf := filepath.Join(o.tmp, "gatehouse-b-"+mode+".yaml")
+		if err := os.WriteFile(conf, []byte(gatehouseConfig(ghBAddr, ghBAdmin, backendAddr, upAddr)), 0o644); err != nil {
+			return m, nil, err
+		}
+		args := []string{"serve", "--config", conf}
+		if o.profile != "" {
+			args = append(args, "--pprof")
+		}
+		if ghB, err = start("gatehouse-b", httpCheck("http://"+ghBAdmin+"/readyz"), o.gatehouseB, args...); err != nil {
+			return m, nil, err
+		}
+	}
 	gw, err := start("grpcgw", dialCheck(gwAddr), self, gwArgs...)
 	if err != nil {
 		return m, nil, err
@@ -410,6 +429,9 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 		return t, t.prime(ctx, check)
 	}
 	pprofOf := map[*proc]string{gh: "http://" + ghAdmin, gw: "http://" + gwPprof}
+	if ghB != nil {
+		pprofOf[ghB] = "http://" + ghBAdmin
+	}
 	bpprofOf := map[*proc]string{}
 	if backendPprof != "" {
 		bpprofOf[backend] = "http://" + backendPprof
@@ -431,6 +453,15 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 		return m, nil, err
 	}
 	fmt.Printf("%s: 4 KB body: %d bytes of JSON (Gatehouse request %d bytes)\n", mode, len(gwEcho.body), len(ghEcho.body))
+	var ghBSmall, ghBEcho *httpTarget
+	if ghB != nil {
+		if ghBSmall, err = mk("http://"+ghBAddr+"/rpc", string(ghSmall.body), checkSubtract(true)); err != nil {
+			return m, nil, err
+		}
+		if ghBEcho, err = mk("http://"+ghBAddr+"/rpc", string(ghEcho.body), checkEcho(true, doc)); err != nil {
+			return m, nil, err
+		}
+	}
 
 	var scenarios []*scenario
 	add := func(kind, front, body string, callers int, call measure.CallFunc, fp, bp *proc) {
@@ -442,10 +473,16 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 			if body == bodySmall {
 				add(report.KindClosed, report.Direct, body, n, g.subtract, nil, backend)
 				add(report.KindClosed, frontGatehouse, body, n, ghSmall.call, gh, backend)
+				if ghB != nil {
+					add(report.KindClosed, frontGatehouseB, body, n, ghBSmall.call, ghB, backend)
+				}
 				add(report.KindClosed, frontGW, body, n, gwSmall.call, gw, backend)
 			} else {
 				add(report.KindClosed, report.Direct, body, n, g.echoCall, nil, backend)
 				add(report.KindClosed, frontGatehouse, body, n, ghEcho.call, gh, backend)
+				if ghB != nil {
+					add(report.KindClosed, frontGatehouseB, body, n, ghBEcho.call, ghB, backend)
+				}
 				add(report.KindClosed, frontGW, body, n, gwEcho.call, gw, backend)
 			}
 		}
