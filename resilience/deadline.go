@@ -115,7 +115,8 @@ func earliest(a, b time.Time) time.Time {
 // MinRemaining with DEADLINE_EXCEEDED (error.data.layer = "boundary") and otherwise runs the
 // rest of the pipeline under a context bounded by the call's deadline and carrying the hop
 // budget (Reserve, MinRemaining) every target applies to its own hop. A context that ends
-// by the call's deadline already is not bounded again.
+// by the call's deadline already is not bounded again. The bound is gateway.WithCallDeadline's:
+// a call whose only wait is a hop bounded by its own, earlier deadline starts no timer here.
 func Deadline(cfg DeadlineConfig, now func() time.Time) gateway.Middleware {
 	cfg = cfg.WithDefaults()
 	budget := cfg.Budget()
@@ -136,7 +137,7 @@ func Deadline(cfg DeadlineConfig, now func() time.Time) gateway.Middleware {
 				// batch's deadline context): no context, and no timer, of the call's own.
 				return next(ctx, call)
 			}
-			ctx, cancel := context.WithDeadline(ctx, call.Deadline)
+			ctx, cancel := gateway.WithCallDeadline(ctx, call.Deadline) // its timer only when waited on
 			res, err := next(ctx, call)
 			if res != nil && res.Stream != nil {
 				res.Stream = gateway.AfterClose(res.Stream, cancel) // the stream runs under the deadline

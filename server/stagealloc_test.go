@@ -43,12 +43,14 @@ type stageEnv struct {
 // stage but routing: decoding, the call and its context, the target's result, the
 // response. Measured (at the commit that set them): base 5, metrics 0, deadline 4,
 // hop_token 0, admission 2, breaker 0 — the budgets leave headroom of about half again.
+// The deadline stage's context became lazy (gateway.WithCallDeadline: no timer until
+// something waits on it): deadline 2, its budget lowered to 3.
 var stageAllocBudgets = []allocStage{
 	{"base", 8, 2, func(e *stageEnv) gateway.Middleware { return e.table.Route }},
 	{"metrics", 2, 0, func(e *stageEnv) gateway.Middleware {
 		return observability.MetricsStage(e.m, e.table.Names, protocolVersion)
 	}},
-	{"deadline", 6, 1, func(e *stageEnv) gateway.Middleware { return resilience.Deadline(resilience.DeadlineConfig{}, e.now) }},
+	{"deadline", 3, 1, func(e *stageEnv) gateway.Middleware { return resilience.Deadline(resilience.DeadlineConfig{}, e.now) }},
 	{"hop_token", 2, 5, func(*stageEnv) gateway.Middleware {
 		return auth.NewHopTokenStage(func() *auth.KeyRing { return nil }, nil)
 	}},

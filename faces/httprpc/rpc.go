@@ -40,8 +40,9 @@ func (f *Face) serveRPC(c *gin.Context) {
 		r = r.WithContext(ctx)
 		defer observability.EndHTTPSpan(span, w.Status)
 	}
-	w.Header().Set("X-Trace-Id", traceID)
-	x := new(exchange) // the request's exchange and deliveries, in one allocation
+	x := new(exchange) // the request's exchange, deliveries and trace header, in one allocation
+	x.traceHdr[0] = traceID
+	w.Header()["X-Trace-Id"] = x.traceHdr[:] // canonical already; net/http copies the header when it writes it
 	ex := &x.ex
 	enc, ok := admit(rt, st, w, r, traceID, ex)
 	if !ok {
@@ -91,12 +92,14 @@ func (f *Face) serveRPC(c *gin.Context) {
 }
 
 // exchange is what one POST /rpc keeps while its calls run: the exchange, the event
-// writer of its response and the deliveries the calls reach the caller through.
+// writer of its response, the deliveries the calls reach the caller through and the value
+// of its X-Trace-Id header.
 type exchange struct {
-	ex     faces.Exchange
-	events sseWriter
-	base   delivery
-	sse    sseDelivery
+	ex       faces.Exchange
+	events   sseWriter
+	base     delivery
+	sse      sseDelivery
+	traceHdr [1]string
 }
 
 // delivery is how the calls of a POST /rpc reach the caller beyond their responses: the

@@ -19,15 +19,19 @@ import (
 )
 
 // unary is what one unary RPC needs besides its context: the request and response frames,
-// the header, trailer and peer grpc-go reports, the call options pointing at them and the
-// request's wire bytes. Kept in a pool: the options take their fields' addresses, which
-// would otherwise move each of them to the heap on every call.
+// the header, trailer and peer grpc-go reports, the call options pointing at them, the
+// request's wire bytes and its outgoing metadata. Kept in a pool: the options take their
+// fields' addresses, which would otherwise move each of them to the heap on every call.
+// grpc-go reads the outgoing metadata while it opens the stream (its header fields are
+// copies), so the map is free again once the RPC returned.
 type unary struct {
 	req, resp       frame
 	header, trailer metadata.MD
 	sentTo          peer.Peer
 	opts            [4]grpc.CallOption
 	buf             []byte
+	md              metadata.MD
+	vals            [4]string
 }
 
 // maxPooledFrame bounds the request buffer a pooled unary keeps: a large request's buffer
@@ -38,7 +42,7 @@ const maxPooledFrame = 64 << 10
 var forceRaw = grpc.ForceCodecV2(rawCodec{})
 
 var unaryPool = sync.Pool{New: func() any {
-	u := &unary{buf: make([]byte, 0, 512)}
+	u := &unary{buf: make([]byte, 0, 512), md: make(metadata.MD, 4)}
 	u.opts = [4]grpc.CallOption{forceRaw, grpc.Header(&u.header), grpc.Trailer(&u.trailer), grpc.Peer(&u.sentTo)}
 	return u
 }}
@@ -46,6 +50,8 @@ var unaryPool = sync.Pool{New: func() any {
 // release returns u to the pool, dropping what the RPC left in it.
 func (u *unary) release() {
 	u.req, u.resp, u.header, u.trailer, u.sentTo = frame{}, frame{}, nil, nil, peer.Peer{}
+	clear(u.md)
+	u.vals = [4]string{}
 	if cap(u.buf) > maxPooledFrame {
 		u.buf = make([]byte, 0, 512)
 	}
@@ -80,7 +86,7 @@ func (b *Backend) Invoke(ctx context.Context, call *gateway.Call) (_ *gateway.Re
 	}
 	ctx, span := b.startSpan(ctx, m)
 	defer endSpan(span, &err)
-	ctx, cancel, herr := b.callContext(ctx, call)
+	ctx, cancel, herr := b.callContext(ctx, call, u)
 	if herr != nil {
 		return nil, herr
 	}
@@ -102,8 +108,11 @@ func (b *Backend) Invoke(ctx context.Context, call *gateway.Call) (_ *gateway.Re
 // call's identity and the hop's credential in metadata. The metadata is built afresh: no
 // metadata the caller sent, and no outgoing metadata already in ctx, reaches the backend.
 // A hop left with less than ε once the reserve is taken is refused (DEADLINE_EXCEEDED,
-// layer backend) before anything is dialled or sent.
-func (b *Backend) callContext(ctx context.Context, call *gateway.Call) (context.Context, context.CancelFunc, *gateway.Error) {
+// layer backend) before anything is dialled or sent. A unary RPC (u, nil for a stream),
+// which ends before the call's context does, is bounded by gateway.WithHopDeadline —
+// without a second timer when the call's own context has not started one — and its
+// metadata is u's.
+func (b *Backend) callContext(ctx context.Context, call *gateway.Call, u *unary) (context.Context, context.CancelFunc, *gateway.Error) {
 	dl, bounded := ctx.Deadline()
 	var hop time.Time
 	if bounded {
@@ -112,20 +121,27 @@ func (b *Backend) callContext(ctx context.Context, call *gateway.Call) (context.
 			return nil, nil, err.With("backend", b.cfg.Name)
 		}
 	}
-	ctx = metadata.NewOutgoingContext(ctx, b.callMetadata(ctx, call))
-	if bounded {
-		ctx, cancel := context.WithDeadline(ctx, hop)
-		return ctx, cancel, nil
+	var md metadata.MD
+	if u != nil {
+		md = b.callMetadata(ctx, call, u.md, u.vals[:0])
+	} else {
+		md = b.callMetadata(ctx, call, make(metadata.MD, 4), make([]string, 0, 4))
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	return ctx, cancel, nil
+	var cancel context.CancelFunc
+	switch {
+	case bounded && u != nil:
+		ctx, cancel = gateway.WithHopDeadline(ctx, hop)
+	case bounded:
+		ctx, cancel = context.WithDeadline(ctx, hop)
+	default:
+		ctx, cancel = context.WithCancel(ctx)
+	}
+	return metadata.NewOutgoingContext(ctx, md), cancel, nil
 }
 
-// callMetadata is the outgoing metadata of call: x-request-id, the trace context, the
-// JSON-RPC id and the hop credential. Its values share one backing array.
-func (b *Backend) callMetadata(ctx context.Context, call *gateway.Call) metadata.MD {
-	md := make(metadata.MD, 4)
-	vals := make([]string, 0, 4)
+// callMetadata is the outgoing metadata of call, in md (empty): x-request-id, the trace
+// context, the JSON-RPC id and the hop credential. Its values share vals' backing array.
+func (b *Backend) callMetadata(ctx context.Context, call *gateway.Call, md metadata.MD, vals []string) metadata.MD {
 	add := func(k, v string) {
 		vals = append(vals, v)
 		md[k] = vals[len(vals)-1 : len(vals) : len(vals)]

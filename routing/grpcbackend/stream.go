@@ -30,7 +30,7 @@ func (b *Backend) invokeStreaming(ctx context.Context, call *gateway.Call, m *me
 	obs := gateway.ObserverFrom(ctx)
 	ctx, span := b.startSpan(ctx, m)
 	defer endSpanUnlessStreamed(span, &res, &err)
-	ctx, cancel, herr := b.callContext(ctx, call)
+	ctx, cancel, herr := b.callContext(ctx, call, nil)
 	if herr != nil {
 		return nil, herr
 	}

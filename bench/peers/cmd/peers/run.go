@@ -7,6 +7,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/bench/peers/measure"
@@ -28,11 +31,15 @@ type options struct {
 	modes       []string
 	maxInFlight int
 	gatehouse   string
+	gatehouseB  string // a second Gatehouse binary measured beside the first (A/B of two builds), empty: none
 	vmcp        string
 	vmcpVersion string
 	tmp         string
 	out, img    string
 	jsonOut     string
+	bodies      []string // JSON→gRPC bodies to run (bodySmall, body4K)
+	mcp         bool     // run the MCP rows
+	profile     string   // directory for CPU profiles of the fronts, one per closed-loop round; empty: none
 }
 
 func parseList[T any](s string, parse func(string) (T, error)) ([]T, error) {
@@ -50,7 +57,7 @@ func parseList[T any](s string, parse func(string) (T, error)) ([]T, error) {
 func run(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ExitOnError)
 	var o options
-	var callers, rates, modes string
+	var callers, rates, modes, bodies string
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds per scenario (interleaved); figures are their medians")
 	fs.DurationVar(&o.duration, "duration", 5*time.Second, "length of one round of one scenario")
 	fs.StringVar(&callers, "callers", "32,1", "closed-loop caller counts")
@@ -58,19 +65,43 @@ func run(args []string) error {
 	fs.StringVar(&modes, "modes", "pinned,unpinned", "placements: pinned (servers on CPU 0, load on CPU 1), unpinned")
 	fs.IntVar(&o.maxInFlight, "max-in-flight", 256, "open loop: most calls outstanding; beyond, calls are dropped and counted")
 	fs.StringVar(&o.gatehouse, "gatehouse", ".tmp/bin/gatehouse-bench", "the gatehouse binary")
+	fs.StringVar(&o.gatehouseB, "gatehouse-b", "", "a second gatehouse binary, measured in the same rounds as \"Gatehouse B\" on the JSON→gRPC rows "+
+		"(A/B of two builds on a noisy machine: compare the two rows of each round); empty: none")
 	fs.StringVar(&o.vmcp, "vmcp", "", "ToolHive's vmcp binary (empty or missing: the vMCP rows are skipped, and the page says why)")
 	fs.StringVar(&o.vmcpVersion, "vmcp-version", "", "ToolHive version, for the page")
 	fs.StringVar(&o.tmp, "tmp", ".tmp/peers", "working directory for configurations and logs")
 	fs.StringVar(&o.out, "out", "docs/benchmarks-peers.md", "the page to write")
 	fs.StringVar(&o.img, "img", "docs/img", "directory of the charts")
 	fs.StringVar(&o.jsonOut, "json", ".tmp/peers/results.json", "raw results")
+	fs.StringVar(&bodies, "bodies", "small,4k", "JSON→gRPC bodies to run: small, 4k (empty: none)")
+	fs.BoolVar(&o.mcp, "mcp", true, "run the MCP tools/call rows")
+	fs.StringVar(&o.profile, "profile", "", "write CPU profiles of Gatehouse, grpc-gateway and the gRPC backend over each JSON→gRPC closed-loop round into this directory "+
+		"(the profiling costs the fronts CPU: do not publish the figures of such a run)")
 	_ = fs.Parse(args)
 	var err error
 	if o.callers, err = parseList(callers, strconv.Atoi); err != nil {
 		return fmt.Errorf("-callers: %w", err)
 	}
-	if o.rates, err = parseList(rates, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }); err != nil {
-		return fmt.Errorf("-rates: %w", err)
+	if rates != "" {
+		if o.rates, err = parseList(rates, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }); err != nil {
+			return fmt.Errorf("-rates: %w", err)
+		}
+	}
+	for b := range strings.SplitSeq(bodies, ",") {
+		switch strings.TrimSpace(b) {
+		case "small":
+			o.bodies = append(o.bodies, bodySmall)
+		case "4k":
+			o.bodies = append(o.bodies, body4K)
+		case "":
+		default:
+			return fmt.Errorf("-bodies: unknown body %q (small, 4k)", b)
+		}
+	}
+	if o.profile != "" {
+		if err := os.MkdirAll(o.profile, 0o750); err != nil {
+			return err
+		}
 	}
 	o.modes = strings.Split(modes, ",")
 	if err := os.MkdirAll(o.tmp, 0o750); err != nil {
@@ -161,6 +192,8 @@ type scenario struct {
 	backend  *proc
 	samples  []sample
 	directOf string // open loop: the body whose direct capacity sets the rate
+	pprof    string // base URL of the front's /debug/pprof/, for -profile
+	bpprof   string // the backend's, for -profile
 }
 
 type sample struct {
@@ -185,6 +218,28 @@ func (s *scenario) measureOnce(ctx context.Context, o options, rate float64) {
 	f0, b0 := cpu(s.front), cpu(s.backend)
 	var smp sample
 	var calls int64
+	var profiled chan struct{}
+	if o.profile != "" && rate == 0 {
+		profiled = make(chan struct{})
+		name := fmt.Sprintf("%s-%s-%s-%d-r%d", s.key.Front, s.key.Body, s.key.Kind, s.key.Callers, len(s.samples)+1)
+		name = strings.NewReplacer(" ", "", "/", "_").Replace(name)
+		seconds := max(1, int(o.duration/time.Second))
+		go func() {
+			defer close(profiled)
+			var wg sync.WaitGroup
+			for _, p := range [][2]string{{s.pprof, name + ".pprof"}, {s.bpprof, name + "-backend.pprof"}} {
+				if p[0] == "" {
+					continue
+				}
+				wg.Go(func() {
+					if err := fetchProfile(p[0], seconds, filepath.Join(o.profile, p[1])); err != nil {
+						fmt.Println("profile:", err)
+					}
+				})
+			}
+			wg.Wait()
+		}()
+	}
 	if rate > 0 {
 		r := measure.OpenLoop(ctx, rate, o.duration, o.maxInFlight, s.call)
 		calls = int64(len(r.Latencies))
@@ -197,6 +252,9 @@ func (s *scenario) measureOnce(ctx context.Context, o options, rate float64) {
 	}
 	self1, _ := measure.ProcessCPU(os.Getpid())
 	f1, b1 := cpu(s.front), cpu(s.backend)
+	if profiled != nil {
+		<-profiled
+	}
 	if calls > 0 {
 		smp.frontCPU = (f1 - f0) / time.Duration(calls)
 		smp.backendCPU = (b1 - b0) / time.Duration(calls)
@@ -234,12 +292,13 @@ func (s *scenario) row() report.Row {
 }
 
 const (
-	frontGatehouse = "Gatehouse"
-	frontGW        = "grpc-gateway"
-	frontVMCP      = "ToolHive vMCP"
-	bodySmall      = "small"
-	body4K         = "4 KB"
-	body100        = "100 B"
+	frontGatehouse  = "Gatehouse"
+	frontGatehouseB = "Gatehouse B"
+	frontGW         = "grpc-gateway"
+	frontVMCP       = "ToolHive vMCP"
+	bodySmall       = "small"
+	body4K          = "4 KB"
+	body100         = "100 B"
 )
 
 func runMode(o options, mode string) (report.Mode, []string, error) {
@@ -265,11 +324,19 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 	if err != nil {
 		return m, nil, err
 	}
-	addrs, err := freeAddrs(6)
+	addrs, err := freeAddrs(10)
 	if err != nil {
 		return m, nil, err
 	}
-	backendAddr, upAddr, ghAddr, ghAdmin, gwAddr, vmcpAddr := addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], addrs[5]
+	ghBAddr, ghBAdmin := addrs[8], addrs[9]
+	backendAddr, upAddr, ghAddr, ghAdmin, gwAddr, vmcpAddr, gwPprof := addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], addrs[5], addrs[6]
+	backendPprof := addrs[7]
+	backendArgs := []string{"backend", "-addr", backendAddr}
+	if o.profile != "" {
+		backendArgs = append(backendArgs, "-pprof", backendPprof)
+	} else {
+		backendPprof = ""
+	}
 	var procs []*proc
 	defer func() {
 		for _, p := range slices.Backward(procs) {
@@ -284,7 +351,7 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 		procs = append(procs, p)
 		return p, p.waitReady(ready)
 	}
-	backend, err := start("backend", dialCheck(backendAddr), self, "backend", "-addr", backendAddr)
+	backend, err := start("backend", dialCheck(backendAddr), self, backendArgs...)
 	if err != nil {
 		return m, nil, err
 	}
@@ -296,11 +363,31 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 	if err := os.WriteFile(ghConf, []byte(gatehouseConfig(ghAddr, ghAdmin, backendAddr, upAddr)), 0o644); err != nil {
 		return m, nil, err
 	}
-	gh, err := start("gatehouse", httpCheck("http://"+ghAdmin+"/readyz"), o.gatehouse, "serve", "--config", ghConf)
+	ghArgs := []string{"serve", "--config", ghConf}
+	gwArgs := []string{"grpcgw", "-addr", gwAddr, "-backend", backendAddr}
+	if o.profile != "" {
+		ghArgs = append(ghArgs, "--pprof")
+		gwArgs = append(gwArgs, "-pprof", gwPprof)
+	}
+	gh, err := start("gatehouse", httpCheck("http://"+ghAdmin+"/readyz"), o.gatehouse, ghArgs...)
 	if err != nil {
 		return m, nil, err
 	}
-	gw, err := start("grpcgw", dialCheck(gwAddr), self, "grpcgw", "-addr", gwAddr, "-backend", backendAddr)
+	var ghB *proc
+	if o.gatehouseB != "" {
+		conf := filepath.Join(o.tmp, "gatehouse-b-"+mode+".yaml")
+		if err := os.WriteFile(conf, []byte(gatehouseConfig(ghBAddr, ghBAdmin, backendAddr, upAddr)), 0o644); err != nil {
+			return m, nil, err
+		}
+		args := []string{"serve", "--config", conf}
+		if o.profile != "" {
+			args = append(args, "--pprof")
+		}
+		if ghB, err = start("gatehouse-b", httpCheck("http://"+ghBAdmin+"/readyz"), o.gatehouseB, args...); err != nil {
+			return m, nil, err
+		}
+	}
+	gw, err := start("grpcgw", dialCheck(gwAddr), self, gwArgs...)
 	if err != nil {
 		return m, nil, err
 	}
@@ -341,6 +428,14 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 		t := &httpTarget{client: httpClient, url: url, body: []byte(body)}
 		return t, t.prime(ctx, check)
 	}
+	pprofOf := map[*proc]string{gh: "http://" + ghAdmin, gw: "http://" + gwPprof}
+	if ghB != nil {
+		pprofOf[ghB] = "http://" + ghBAdmin
+	}
+	bpprofOf := map[*proc]string{}
+	if backendPprof != "" {
+		bpprofOf[backend] = "http://" + backendPprof
+	}
 	ghSmall, err := mk("http://"+ghAddr+"/rpc", `{"jsonrpc":"2.0","method":"calc.subtract","params":[42,23],"id":1}`, checkSubtract(true))
 	if err != nil {
 		return m, nil, err
@@ -358,21 +453,36 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 		return m, nil, err
 	}
 	fmt.Printf("%s: 4 KB body: %d bytes of JSON (Gatehouse request %d bytes)\n", mode, len(gwEcho.body), len(ghEcho.body))
+	var ghBSmall, ghBEcho *httpTarget
+	if ghB != nil {
+		if ghBSmall, err = mk("http://"+ghBAddr+"/rpc", string(ghSmall.body), checkSubtract(true)); err != nil {
+			return m, nil, err
+		}
+		if ghBEcho, err = mk("http://"+ghBAddr+"/rpc", string(ghEcho.body), checkEcho(true, doc)); err != nil {
+			return m, nil, err
+		}
+	}
 
 	var scenarios []*scenario
 	add := func(kind, front, body string, callers int, call measure.CallFunc, fp, bp *proc) {
 		scenarios = append(scenarios, &scenario{key: report.Row{Kind: kind, Front: front, Body: body, Callers: callers},
-			call: call, front: fp, backend: bp})
+			call: call, front: fp, backend: bp, pprof: pprofOf[fp], bpprof: bpprofOf[bp]})
 	}
-	for _, body := range []string{bodySmall, body4K} {
+	for _, body := range o.bodies {
 		for _, n := range o.callers {
 			if body == bodySmall {
 				add(report.KindClosed, report.Direct, body, n, g.subtract, nil, backend)
 				add(report.KindClosed, frontGatehouse, body, n, ghSmall.call, gh, backend)
+				if ghB != nil {
+					add(report.KindClosed, frontGatehouseB, body, n, ghBSmall.call, ghB, backend)
+				}
 				add(report.KindClosed, frontGW, body, n, gwSmall.call, gw, backend)
 			} else {
 				add(report.KindClosed, report.Direct, body, n, g.echoCall, nil, backend)
 				add(report.KindClosed, frontGatehouse, body, n, ghEcho.call, gh, backend)
+				if ghB != nil {
+					add(report.KindClosed, frontGatehouseB, body, n, ghBEcho.call, ghB, backend)
+				}
 				add(report.KindClosed, frontGW, body, n, gwEcho.call, gw, backend)
 			}
 		}
@@ -384,6 +494,9 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 		}
 	}()
 	for _, n := range o.callers {
+		if !o.mcp {
+			break
+		}
 		fronts := []struct {
 			name string
 			url  string
@@ -435,7 +548,7 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 		}
 	}
 	var open []*scenario
-	for _, body := range []string{bodySmall, body4K} {
+	for _, body := range o.bodies {
 		for _, frac := range o.rates {
 			for _, s := range scenarios {
 				if s.key.Kind == report.KindClosed && s.key.Body == body && s.key.Callers == maxCallers {
@@ -522,4 +635,28 @@ aggregation:
   conflictResolutionConfig:
     prefixFormat: "{workload}_"
 `, upstream)
+}
+
+// fetchProfile writes a CPU profile of seconds from the front's /debug/pprof/ at base to path.
+func fetchProfile(base string, seconds int, path string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds+30)*time.Second)
+	defer cancel()
+	url := base + "/debug/pprof/profile?seconds=" + strconv.Itoa(seconds)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: HTTP %d", url, resp.StatusCode)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
 }

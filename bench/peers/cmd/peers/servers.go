@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -42,6 +43,7 @@ func signalContext() (context.Context, context.CancelFunc) {
 func runBackend(args []string) error {
 	fs := flag.NewFlagSet("backend", flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
+	pprofAddr := fs.String("pprof", "", "serve net/http/pprof's /debug/pprof/ on this address (empty: off)")
 	_ = fs.Parse(args)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -51,6 +53,7 @@ func runBackend(args []string) error {
 	benchechov1.RegisterEchoServiceServer(gs, echoServer{})
 	ctx, stop := signalContext()
 	defer stop()
+	servePprof(ctx, *pprofAddr)
 	go func() { <-ctx.Done(); gs.Stop() }()
 	if err := gs.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 		return err
@@ -64,9 +67,11 @@ func runGRPCGateway(args []string) error {
 	fs := flag.NewFlagSet("grpcgw", flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
 	backend := fs.String("backend", "", "gRPC backend address")
+	pprofAddr := fs.String("pprof", "", "serve net/http/pprof's /debug/pprof/ on this address (empty: off)")
 	_ = fs.Parse(args)
 	ctx, stop := signalContext()
 	defer stop()
+	servePprof(ctx, *pprofAddr)
 	mux := runtime.NewServeMux()
 	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	if err := calculatorgw.RegisterCalculatorServiceHandlerFromEndpoint(ctx, mux, *backend, opts); err != nil {
@@ -113,4 +118,16 @@ func serveHTTP(ctx context.Context, addr string, h http.Handler) error {
 		return fmt.Errorf("serving %s: %w", addr, err)
 	}
 	return nil
+}
+
+// servePprof serves net/http/pprof's index and CPU profile on addr until ctx ends; an empty
+// addr serves nothing.
+func servePprof(ctx context.Context, addr string) {
+	if addr == "" {
+		return
+	}
+	pm := http.NewServeMux()
+	pm.HandleFunc("/debug/pprof/", pprof.Index)
+	pm.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	go func() { _ = serveHTTP(ctx, addr, pm) }()
 }
