@@ -30,6 +30,9 @@ type Gauges struct {
 	// TargetUp is each target's health by name — a gRPC backend, an MCP upstream
 	// ("mcp:<name>") —, 1 when it can serve and 0 when not (gatehouse_target_up{target}).
 	TargetUp map[string]int
+	// ToolsWithheld is, by MCP upstream, how many tools it lists that the bridge does not
+	// serve because their inputSchema cannot be used (gatehouse_mcp_tools_withheld{upstream}).
+	ToolsWithheld map[string]int
 }
 
 // SetGauges sets the function read at every scrape for the values of Gauges; it must be
@@ -54,6 +57,8 @@ var (
 		"Calls waiting for an operator's approval.", nil, nil)
 	descTargetUp = prometheus.NewDesc("gatehouse_target_up",
 		"Whether a target (gRPC backend, MCP upstream) can serve: 1 up, 0 down.", []string{"target"}, nil)
+	descToolsWithheld = prometheus.NewDesc("gatehouse_mcp_tools_withheld",
+		"Tools an MCP upstream lists that the gateway does not serve (their inputSchema cannot be used).", []string{"upstream"}, nil)
 )
 
 // gaugeCollector exports Gauges at scrape time.
@@ -61,7 +66,7 @@ type gaugeCollector struct{ m *Metrics }
 
 // Describe implements prometheus.Collector.
 func (gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descBreaker, descMCPServers, descQueueDepth, descAdmissionLimit, descApprovals, descTargetUp} {
+	for _, d := range []*prometheus.Desc{descBreaker, descMCPServers, descQueueDepth, descAdmissionLimit, descApprovals, descTargetUp, descToolsWithheld} {
 		ch <- d
 	}
 }
@@ -82,6 +87,7 @@ func (c gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	labelled(descMCPServers, g.MCPServers)
 	labelled(descQueueDepth, g.QueueDepth)
 	labelled(descTargetUp, g.TargetUp)
+	labelled(descToolsWithheld, g.ToolsWithheld)
 	if g.AdmissionLimit >= 0 {
 		ch <- prometheus.MustNewConstMetric(descAdmissionLimit, prometheus.GaugeValue, g.AdmissionLimit)
 	}

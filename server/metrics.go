@@ -49,6 +49,7 @@ func (s *Server) gauges() observability.Gauges {
 	}
 	if mt := rt.table.MCP(); mt != nil {
 		g.MCPServers = mt.Connected()
+		g.ToolsWithheld = mt.WithheldByUpstream()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeStoreTimeout)
 	defer cancel()

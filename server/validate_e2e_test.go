@@ -164,6 +164,9 @@ func TestInputValidationEveryPath(t *testing.T) {
 				t.Errorf("mcp.%s: code %d data %v, want CAPABILITY_NOT_FOUND withheld", name, code, data)
 			}
 		}
+		if got, ok := ts.scrape()[`gatehouse_mcp_tools_withheld{upstream="fx"}`]; !ok || got != 2 {
+			t.Errorf("gatehouse_mcp_tools_withheld{upstream=\"fx\"} = %v (present %v), want 2", got, ok)
+		}
 		logs := ts.logs.String()
 		for _, want := range []string{"remote_ref", "refers to a document elsewhere", "not_object", `"type\" is not \"object\"`} {
 			if !strings.Contains(logs, "MCP tool withheld") || !strings.Contains(logs, want) {

@@ -54,6 +54,19 @@ func (b *Bridge) Withheld() []WithheldTool {
 	return out
 }
 
+// WithheldByUpstream counts, by upstream name, the tools each lists that the bridge does
+// not serve; an upstream whose catalog is in and withholds none counts 0, so the series a
+// dashboard watches falls back to zero once the upstream fixes its schemas.
+func (b *Bridge) WithheldByUpstream() map[string]int {
+	out := make(map[string]int, len(b.ups))
+	for _, u := range b.ups {
+		if sc := u.cat.Load(); sc != nil {
+			out[u.cfg.Name] = len(sc.withheld)
+		}
+	}
+	return out
+}
+
 // compileInputs compiles the input schema of every tool in next, reusing prev's compiled
 // schema of a tool whose version (SchemaVersion) did not change, and moves each tool whose
 // schema cannot be used from next.tools to next.withheld, logging why.

@@ -86,6 +86,9 @@ func (t *Target) Routes() (methods, prefixes []string) { return nil, []string{t.
 // Connected returns the bridge's live upstream sessions by transport (Bridge.Connected).
 func (t *Target) Connected() map[string]int { return t.b.Connected() }
 
+// WithheldByUpstream is Bridge.WithheldByUpstream.
+func (t *Target) WithheldByUpstream() map[string]int { return t.b.WithheldByUpstream() }
+
 // Ready implements gateway.Readier.
 func (t *Target) Ready(ctx context.Context) error { return t.b.Ready(ctx) }
 
