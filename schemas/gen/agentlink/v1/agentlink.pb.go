@@ -100,7 +100,7 @@ type ConnectRequest struct {
 	//
 	// Types that are valid to be assigned to Message:
 	//
-	//	*ConnectRequest_Descriptor_
+	//	*ConnectRequest_NodeDescriptor
 	//	*ConnectRequest_Ack
 	//	*ConnectRequest_Progress
 	//	*ConnectRequest_Result
@@ -147,10 +147,10 @@ func (x *ConnectRequest) GetMessage() isConnectRequest_Message {
 	return nil
 }
 
-func (x *ConnectRequest) GetDescriptor_() *NodeDescriptor {
+func (x *ConnectRequest) GetNodeDescriptor() *NodeDescriptor {
 	if x != nil {
-		if x, ok := x.Message.(*ConnectRequest_Descriptor_); ok {
-			return x.Descriptor_
+		if x, ok := x.Message.(*ConnectRequest_NodeDescriptor); ok {
+			return x.NodeDescriptor
 		}
 	}
 	return nil
@@ -196,9 +196,9 @@ type isConnectRequest_Message interface {
 	isConnectRequest_Message()
 }
 
-type ConnectRequest_Descriptor_ struct {
+type ConnectRequest_NodeDescriptor struct {
 	// The agent's node descriptor: its first message, and only then.
-	Descriptor_ *NodeDescriptor `protobuf:"bytes,1,opt,name=descriptor,proto3,oneof"`
+	NodeDescriptor *NodeDescriptor `protobuf:"bytes,1,opt,name=node_descriptor,json=nodeDescriptor,proto3,oneof"`
 }
 
 type ConnectRequest_Ack struct {
@@ -221,7 +221,7 @@ type ConnectRequest_Heartbeat struct {
 	Heartbeat *Heartbeat `protobuf:"bytes,5,opt,name=heartbeat,proto3,oneof"`
 }
 
-func (*ConnectRequest_Descriptor_) isConnectRequest_Message() {}
+func (*ConnectRequest_NodeDescriptor) isConnectRequest_Message() {}
 
 func (*ConnectRequest_Ack) isConnectRequest_Message() {}
 
@@ -1655,11 +1655,9 @@ var File_agentlink_v1_agentlink_proto protoreflect.FileDescriptor
 
 const file_agentlink_v1_agentlink_proto_rawDesc = "" +
 	"\n" +
-	"\x1cagentlink/v1/agentlink.proto\x12\fagentlink.v1\"\xad\x02\n" +
-	"\x0eConnectRequest\x12>\n" +
-	"\n" +
-	"descriptor\x18\x01 \x01(\v2\x1c.agentlink.v1.NodeDescriptorH\x00R\n" +
-	"descriptor\x12)\n" +
+	"\x1cagentlink/v1/agentlink.proto\x12\fagentlink.v1\"\xb6\x02\n" +
+	"\x0eConnectRequest\x12G\n" +
+	"\x0fnode_descriptor\x18\x01 \x01(\v2\x1c.agentlink.v1.NodeDescriptorH\x00R\x0enodeDescriptor\x12)\n" +
 	"\x03ack\x18\x02 \x01(\v2\x15.agentlink.v1.TaskAckH\x00R\x03ack\x128\n" +
 	"\bprogress\x18\x03 \x01(\v2\x1a.agentlink.v1.TaskProgressH\x00R\bprogress\x122\n" +
 	"\x06result\x18\x04 \x01(\v2\x18.agentlink.v1.TaskResultH\x00R\x06result\x127\n" +
@@ -1824,7 +1822,7 @@ var file_agentlink_v1_agentlink_proto_goTypes = []any{
 	nil,                       // 20: agentlink.v1.DataRef.HeadersEntry
 }
 var file_agentlink_v1_agentlink_proto_depIdxs = []int32{
-	3,  // 0: agentlink.v1.ConnectRequest.descriptor:type_name -> agentlink.v1.NodeDescriptor
+	3,  // 0: agentlink.v1.ConnectRequest.node_descriptor:type_name -> agentlink.v1.NodeDescriptor
 	14, // 1: agentlink.v1.ConnectRequest.ack:type_name -> agentlink.v1.TaskAck
 	15, // 2: agentlink.v1.ConnectRequest.progress:type_name -> agentlink.v1.TaskProgress
 	16, // 3: agentlink.v1.ConnectRequest.result:type_name -> agentlink.v1.TaskResult
@@ -1861,7 +1859,7 @@ func file_agentlink_v1_agentlink_proto_init() {
 		return
 	}
 	file_agentlink_v1_agentlink_proto_msgTypes[0].OneofWrappers = []any{
-		(*ConnectRequest_Descriptor_)(nil),
+		(*ConnectRequest_NodeDescriptor)(nil),
 		(*ConnectRequest_Ack)(nil),
 		(*ConnectRequest_Progress)(nil),
 		(*ConnectRequest_Result)(nil),
