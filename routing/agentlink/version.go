@@ -21,7 +21,7 @@ func parseVersion(s string) (version, error) {
 	var n [3]int
 	for i, p := range parts {
 		v, err := strconv.Atoi(p)
-		if err != nil || v < 0 || p == "" || (len(p) > 1 && p[0] == '0') || p[0] == '+' {
+		if err != nil || !allDigits(p) || (len(p) > 1 && p[0] == '0') {
 			return version{}, fmt.Errorf("version %q is not major.minor.patch", clipText(s, 32))
 		}
 		n[i] = v
@@ -61,4 +61,14 @@ func negotiate(gateway, agent []string) (string, error) {
 			strings.Join(gateway, ", "), offered)
 	}
 	return chosen, nil
+}
+
+// allDigits reports whether s is one or more ASCII digits.
+func allDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
