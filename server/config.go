@@ -21,6 +21,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/resilience"
 	"github.com/gatehouse-dev/gatehouse/routing"
+	"github.com/gatehouse-dev/gatehouse/routing/agentlink"
 	"github.com/gatehouse-dev/gatehouse/routing/nekte"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 	"github.com/gatehouse-dev/gatehouse/server/config"
@@ -73,6 +74,8 @@ type Config struct {
 	// server/tracing.go); absent, nothing is traced. A reload that changes it
 	// rebuilds the tracer provider.
 	Tracing *observability.TracingConfig `yaml:"tracing" json:"tracing,omitempty"`
+	// Agents is the agent link on the internal listener (routing/agentlink, server/agentlink.go); absent, no agent can connect. Read at start.
+	Agents *agentlink.Config `yaml:"agents" json:"agents,omitempty"`
 
 	// file is where the configuration was read from ("" for the embedded default).
 	file string
@@ -301,6 +304,7 @@ func (c *Config) validate(doc *config.Document) (compiled, config.ErrorList) {
 	}
 	errs = append(errs, sectionErrors(doc, "approvals", c.Approvals.Validate())...)
 	errs = append(errs, c.validateResilience(doc)...)
+	errs = append(errs, c.validateAgents(doc)...)
 	if err := c.Routing.Validate(); err != nil {
 		bad("routing", "%v", err)
 	}

@@ -1,6 +1,7 @@
 package agentlink
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -327,4 +328,30 @@ func (h *Hub) newSession() string {
 func descriptorSummary(d *agentlinkv1.NodeDescriptor) []any {
 	return []any{"agent", d.GetAgentId(), "arch", d.GetArch(), "os", d.GetOs(), "cpu_cores", d.GetCpuCores(),
 		"operators", len(d.GetOperators())}
+}
+
+// Drain waits until no task is outstanding or ctx ends, then closes the hub (Close): the
+// tasks running when the gateway starts draining may finish first.
+func (h *Hub) Drain(ctx context.Context) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for h.outstanding() > 0 {
+		select {
+		case <-ctx.Done():
+			return h.Close()
+		case <-tick.C:
+		}
+	}
+	return h.Close()
+}
+
+// outstanding counts the tasks outstanding on every agent.
+func (h *Hub) outstanding() int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	n := 0
+	for _, a := range h.agents {
+		n += int(a.outstanding.Load())
+	}
+	return n
 }
