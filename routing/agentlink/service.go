@@ -262,7 +262,7 @@ func (h *Hub) loop(ctx context.Context, in <-chan inbound, a *agent, p gateway.P
 			}
 			return "sending failed: " + status.Convert(err).Message(), codes.Unavailable
 		case <-ctx.Done():
-			return "the stream ended", codes.OK
+			return "the agent's connection ended", codes.OK
 		}
 	}
 }
