@@ -141,6 +141,30 @@ func TestAgentsServeCallsFromSeveralProcesses(t *testing.T) {
 	if r := p.rpcCall(t, "", "agent.nope", `{}`); errorCode(r) != 1006 {
 		t.Fatalf("no agent: %s", r.body)
 	}
+	// Redundant execution: the same task on three distinct agents, every result returned.
+	r = p.rpcCall(t, "", "agent.sha256", `{"text":"hello","redundancy":3}`)
+	var red struct {
+		Runs []struct {
+			Agent  string
+			Output struct{ SHA256 string }
+		}
+	}
+	if err := json.Unmarshal(r.reply.Result, &red); err != nil || len(red.Runs) != 3 {
+		t.Fatalf("redundancy 3: %s", r.body)
+	}
+	ran := map[string]bool{}
+	for _, run := range red.Runs {
+		ran[run.Agent] = true
+		if run.Output.SHA256 != "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824" {
+			t.Errorf("run on %s: %s", run.Agent, r.body)
+		}
+	}
+	if len(ran) != 3 {
+		t.Errorf("redundant runs on %v, want three distinct agents", ran)
+	}
+	if r := p.rpcCall(t, "", "agent.sha256", `{"text":"hello","redundancy":4}`); errorCode(r) != 1006 || !strings.Contains(r.body, `"offered":3`) {
+		t.Errorf("redundancy 4 of 3 agents: %s", r.body)
+	}
 	// Concurrent tasks spread over the agents (least outstanding tasks first).
 	var mu sync.Mutex
 	seen := map[string]int{}

@@ -112,11 +112,15 @@ func (h *Hub) Dispatch(ctx context.Context, t Task) (*Outcome, error) {
 	if err := spec.inSchema.Check(in, maxInputErrors); err != nil {
 		return nil, errInvalidInput(t.Operator, err)
 	}
-	job := t.JobID
-	if job == "" {
-		job = newJobID()
+	if t.JobID == "" {
+		t.JobID = newJobID()
 	}
-	tk := &task{id: job + "/" + strconv.FormatUint(h.seq.Add(1), 10), job: job, op: t.Operator, agent: a, spec: spec,
+	return h.runTask(ctx, a, spec, t, in)
+}
+
+// runTask dispatches t, its input checked, on a (a slot reserved) and waits for its outcome.
+func (h *Hub) runTask(ctx context.Context, a *agent, spec *operatorSpec, t Task, in json.RawMessage) (*Outcome, error) {
+	tk := &task{id: t.JobID + "/" + strconv.FormatUint(h.seq.Add(1), 10), job: t.JobID, op: t.Operator, agent: a, spec: spec,
 		progress: t.Progress, done: make(chan struct{})}
 	timeout := h.timeout(ctx, t.Timeout)
 	msg, err := h.dispatchMessage(ctx, tk, t, in, timeout)

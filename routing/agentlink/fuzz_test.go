@@ -87,7 +87,7 @@ func FuzzTaskParams(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		task, err := taskOf("op", b)
+		task, _, err := taskOf("op", b)
 		if err != nil {
 			return
 		}

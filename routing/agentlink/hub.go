@@ -355,3 +355,15 @@ func (h *Hub) outstanding() int {
 	}
 	return n
 }
+
+// leastLoaded returns agents ordered by outstanding tasks, fewest first (ties by id).
+func leastLoaded(agents []*agent) []*agent {
+	out := slices.Clone(agents)
+	slices.SortFunc(out, func(a, b *agent) int {
+		if d := a.outstanding.Load() - b.outstanding.Load(); d != 0 {
+			return int(d)
+		}
+		return cmpString(a.id, b.id)
+	})
+	return out
+}

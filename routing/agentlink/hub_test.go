@@ -573,3 +573,84 @@ func TestCloseFailsTasksAndRefusesAgents(t *testing.T) {
 		t.Fatalf("reject = %v", r)
 	}
 }
+
+func TestRedundantRunsOnDistinctAgents(t *testing.T) {
+	h, addr := startHub(t, fastConfig())
+	for _, id := range []string{"a1", "a2", "a3"} {
+		a := connect(t, addr, "all", descriptor(id))
+		a.welcome()
+		if id == "a3" {
+			go func() { // a3 refuses: its run says so, the others still succeed
+				for m := range a.in {
+					if d := m.GetDispatch(); d != nil {
+						a.ack(d.GetTaskId(), false, "no")
+					}
+				}
+			}()
+			continue
+		}
+		a.serveEcho()
+	}
+	runs, err := h.DispatchRedundant(context.Background(), agentlink.Task{Operator: "echo", Input: echoInput("x"), JobID: "j"}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents := map[string]bool{}
+	for _, r := range runs {
+		agents[r.Agent] = true
+		switch r.Agent {
+		case "a3":
+			wantCode(t, r.Err, schemas.CodeAgentRejected)
+		default:
+			if r.Err != nil || string(r.Outcome.Output) != `{"text":"x"}` || r.Outcome.JobID != "j" {
+				t.Errorf("run on %s: %+v, %v", r.Agent, r.Outcome, r.Err)
+			}
+		}
+	}
+	if len(agents) != 3 {
+		t.Fatalf("runs on %v, want three distinct agents", agents)
+	}
+	data := wantCode(t, func() error {
+		_, err := h.DispatchRedundant(context.Background(), agentlink.Task{Operator: "echo", Input: echoInput("x")}, 4)
+		return err
+	}(), schemas.CodeNoAgent)
+	if data["offered"] != 3 || data["wanted"] != 4 {
+		t.Errorf("data = %v", data)
+	}
+	res, err := h.Target().Invoke(context.Background(), &gateway.Call{Method: "agent.echo", Params: []byte(`{"text":"y","redundancy":2}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		JobID string `json:"job_id"`
+		Runs  []struct {
+			Agent  string          `json:"agent"`
+			Output json.RawMessage `json:"output"`
+			Error  *struct{ Code int }
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(res.Value, &got); err != nil || len(got.Runs) != 2 || got.Runs[0].Agent == got.Runs[1].Agent || got.JobID == "" {
+		t.Fatalf("redundant result %s", res.Value)
+	}
+}
+
+func TestProgressReachesTheCaller(t *testing.T) {
+	h, addr := startHub(t, fastConfig())
+	a := connect(t, addr, "all", descriptor("a1"))
+	a.welcome()
+	var got []gateway.Progress
+	res := dispatchAsync(h, agentlink.Task{Operator: "echo", Input: echoInput("x"), Progress: func(p gateway.Progress) { got = append(got, p) }})
+	d := a.dispatched()
+	a.ack(d.GetTaskId(), true, "")
+	for i := 1; i <= 3; i++ {
+		a.send(&agentlinkv1.ConnectRequest{Message: &agentlinkv1.ConnectRequest_Progress{Progress: &agentlinkv1.TaskProgress{
+			TaskId: d.GetTaskId(), Progress: float64(i), Total: 3, Message: "step"}}})
+	}
+	a.result(d.GetTaskId(), agentlinkv1.TaskStatus_TASK_STATUS_SUCCEEDED, `{"text":"x"}`, "")
+	if r := <-res; r.err != nil {
+		t.Fatal(r.err)
+	}
+	if len(got) != 3 || got[2].Progress != 3 || got[2].Total == nil || *got[2].Total != 3 || got[0].Message != "step" {
+		t.Fatalf("progress = %+v", got)
+	}
+}

@@ -22,6 +22,9 @@ const (
 	// ParamJobID is a string: the job the task belongs to, which scopes its id (default:
 	// a job of its own).
 	ParamJobID = "job_id"
+	// ParamRedundancy is an integer k: run the task on k distinct agents and return every
+	// run (default 1: one agent, the plain result).
+	ParamRedundancy = "redundancy"
 )
 
 // Target routes the methods "<namespace><operator>" to the agents offering the operator.
@@ -56,11 +59,14 @@ func (t *Target) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Resul
 	if !ok || op == "" {
 		return nil, gateway.NewError(schemas.CodeMethodNotFound)
 	}
-	task, err := taskOf(op, call.Params)
+	task, k, err := taskOf(op, call.Params)
 	if err != nil {
 		return nil, err
 	}
 	task.Progress = gateway.ProgressFrom(ctx)
+	if k > 1 {
+		return t.invokeRedundant(ctx, task, k)
+	}
 	out, err := t.hub.Dispatch(ctx, task)
 	if err != nil {
 		return nil, err
@@ -77,36 +83,41 @@ var _ gateway.Unretryable = (*Target)(nil)
 var _ gateway.Backended = (*Target)(nil)
 
 // taskOf builds the task of a call: params (an object; absent is {}) less the reserved
-// members, which set its refs, affinity key and job id.
-func taskOf(op string, params []byte) (Task, error) {
+// members, which set its refs, affinity key, job id and redundancy (k, 1 when absent).
+func taskOf(op string, params []byte) (Task, int, error) {
+	task, k := Task{Operator: op}, 1
+	err := splitParams(&task, &k, params)
+	return task, k, err
+}
+
+func splitParams(task *Task, k *int, params []byte) error {
+	op := task.Operator
 	in := bytes.TrimSpace(params)
-	task := Task{Operator: op}
 	if len(in) == 0 || bytes.Equal(in, []byte("null")) {
 		task.Input = json.RawMessage(`{}`)
-		return task, nil
+		return nil
 	}
 	if in[0] != '{' {
-		return task, gateway.NewError(schemas.CodeInvalidParams).With("operator", op).With("reason", "params must be an object: the operator's input")
+		return gateway.NewError(schemas.CodeInvalidParams).With("operator", op).With("reason", "params must be an object: the operator's input")
 	}
-	if !bytes.Contains(in, []byte(`"`+ParamDataRefs+`"`)) && !bytes.Contains(in, []byte(`"`+ParamAffinityKey+`"`)) &&
-		!bytes.Contains(in, []byte(`"`+ParamJobID+`"`)) {
+	if !mayHoldReserved(in) {
 		task.Input = json.RawMessage(bytes.Clone(in))
-		return task, nil
+		return nil
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(in, &m); err != nil {
-		return task, gateway.NewError(schemas.CodeInvalidParams).With("operator", op).With("reason", "params are not a JSON object")
+		return gateway.NewError(schemas.CodeInvalidParams).With("operator", op).With("reason", "params are not a JSON object")
 	}
 	bad := func(member, reason string) error {
 		return gateway.NewError(schemas.CodeInvalidParams).With("operator", op).With("field", member).With("reason", reason)
 	}
 	if raw, ok := m[ParamDataRefs]; ok {
 		if err := json.Unmarshal(raw, &task.Refs); err != nil || len(task.Refs) > maxRefs {
-			return task, bad(ParamDataRefs, "must be an array of at most 64 data refs {uri, name, size_bytes, sha256, media_type, offset, length}")
+			return bad(ParamDataRefs, "must be an array of at most 64 data refs {uri, name, size_bytes, sha256, media_type, offset, length}")
 		}
 		for _, r := range task.Refs {
 			if r.URI == "" || len(r.URI) > maxURILen {
-				return task, bad(ParamDataRefs, "every data ref needs a uri of at most 4096 bytes")
+				return bad(ParamDataRefs, "every data ref needs a uri of at most 4096 bytes")
 			}
 		}
 		delete(m, ParamDataRefs)
@@ -117,14 +128,70 @@ func taskOf(op string, params []byte) (Task, error) {
 			continue
 		}
 		if err := json.Unmarshal(raw, dst); err != nil || len(*dst) > maxTaskIDLen/2 || (member == ParamJobID && *dst != "" && !validAgentID(*dst)) {
-			return task, bad(member, "must be a string of at most 64 characters (a job id: A–Z a–z 0–9 . _ -)")
+			return bad(member, "must be a string of at most 64 characters (a job id: A–Z a–z 0–9 . _ -)")
 		}
 		delete(m, member)
 	}
+	if raw, ok := m[ParamRedundancy]; ok {
+		if err := json.Unmarshal(raw, k); err != nil || *k < 1 || *k > MaxRedundancy {
+			return bad(ParamRedundancy, "must be an integer from 1 to 16")
+		}
+		delete(m, ParamRedundancy)
+	}
 	v, err := json.Marshal(m)
 	if err != nil {
-		return task, gateway.NewError(schemas.CodeInternal).Wrap(err)
+		return gateway.NewError(schemas.CodeInternal).Wrap(err)
 	}
 	task.Input = v
-	return task, nil
+	return nil
+}
+
+// mayHoldReserved reports whether params may hold a reserved member (a cheap test that
+// spares the common call a decode).
+func mayHoldReserved(in []byte) bool {
+	for _, name := range []string{ParamDataRefs, ParamAffinityKey, ParamJobID, ParamRedundancy} {
+		if bytes.Contains(in, []byte(`"`+name+`"`)) {
+			return true
+		}
+	}
+	return false
+}
+
+// invokeRedundant runs task on k agents and returns {job_id, runs: [{agent, task_id,
+// output, …} | {agent, error: {code, message, data}}]}.
+func (t *Target) invokeRedundant(ctx context.Context, task Task, k int) (*gateway.Result, error) {
+	if task.JobID == "" {
+		task.JobID = newJobID()
+	}
+	runs, err := t.hub.DispatchRedundant(ctx, task, k)
+	if err != nil {
+		return nil, err
+	}
+	type runError struct {
+		Code    schemas.Code   `json:"code"`
+		Message string         `json:"message"`
+		Data    map[string]any `json:"data,omitempty"`
+	}
+	type run struct {
+		*Outcome
+		Agent string    `json:"agent"`
+		Error *runError `json:"error,omitempty"`
+	}
+	out := struct {
+		JobID string `json:"job_id"`
+		Runs  []run  `json:"runs"`
+	}{JobID: task.JobID}
+	for _, r := range runs {
+		x := run{Outcome: r.Outcome, Agent: r.Agent}
+		if r.Err != nil {
+			ge := gateway.AsError(r.Err)
+			x.Error = &runError{Code: ge.Code(), Message: ge.Message(), Data: ge.Data()}
+		}
+		out.Runs = append(out.Runs, x)
+	}
+	v, err := json.Marshal(out)
+	if err != nil {
+		return nil, gateway.NewError(schemas.CodeInternal).Wrap(err)
+	}
+	return gateway.NewResult(v), nil
 }
