@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"reflect"
 
 	grpcface "github.com/gatehouse-dev/gatehouse/faces/grpc"
 	"github.com/gatehouse-dev/gatehouse/routing"
@@ -45,9 +46,20 @@ func (s *Server) grpcServices() []grpcface.Service {
 }
 
 // routeAgents routes agents.namespace to the hub's target in table; nothing without a hub.
-func routeAgents(table *routing.Table, h *agentlink.Hub) error {
-	if h == nil {
+// The hub keeps the agents section it started with: a configuration that changes it is
+// logged, and the change takes effect on restart.
+func routeAgents(table *routing.Table, cfg *Config, p process) error {
+	h := p.agents
+	switch {
+	case h == nil && cfg.Agents != nil:
+		p.log.Warn("the agents section was added after start: the agent link starts with the next restart")
 		return nil
+	case h == nil:
+		return nil
+	case cfg.Agents == nil:
+		p.log.Warn("the agents section was removed: connected agents keep serving until restart")
+	case !reflect.DeepEqual(cfg.Agents.WithDefaults(), h.Config()):
+		p.log.Warn("the agents section changed; it takes effect on restart")
 	}
 	return table.AddPrefix(h.Config().Namespace, h.Target())
 }

@@ -125,7 +125,7 @@ func buildRuntime(cfg *Config, pre *compiled, p process, prev *runtime) (*runtim
 			return nil, errors.Join(err, table.Close(), authn.Close())
 		}
 	}
-	if err := routeAgents(table, p.agents); err != nil { // agentlink.go
+	if err := routeAgents(table, cfg, p); err != nil { // agentlink.go
 		return nil, errors.Join(err, table.Close(), authn.Close())
 	}
 	pol := policyOf(cfg, pre)
