@@ -37,7 +37,7 @@ type Config struct {
 	// DispatchTimeout is a task's timeout when its call's deadline is later (default 60s).
 	DispatchTimeout time.Duration `yaml:"dispatch_timeout" json:"dispatch_timeout,omitempty"`
 	// MaxMessagesPerSecond bounds the messages one agent may send (a token bucket with a
-	// burst of the same size; default 500); a flood disconnects it.
+	// burst of the same size; default 10000); a flood disconnects it.
 	MaxMessagesPerSecond int `yaml:"max_messages_per_second" json:"max_messages_per_second,omitempty"`
 	// HandshakeTimeout bounds the wait for an agent's node descriptor (default 10s).
 	HandshakeTimeout time.Duration `yaml:"handshake_timeout" json:"handshake_timeout,omitempty"`
@@ -80,7 +80,7 @@ const (
 	DefaultMaxAgents            = 256
 	DefaultMaxConcurrentTasks   = 16
 	DefaultDispatchTimeout      = 60 * time.Second
-	DefaultMaxMessagesPerSecond = 500
+	DefaultMaxMessagesPerSecond = 10000
 	DefaultHandshakeTimeout     = 10 * time.Second
 )
 

@@ -59,7 +59,10 @@ func fastConfig() agentlink.Config {
 }
 
 // startHub serves a hub for cfg on a loopback listener and returns it with the address.
-func startHub(t *testing.T, cfg agentlink.Config) (*agentlink.Hub, string) {
+func startHub(t *testing.T, cfg agentlink.Config) (*agentlink.Hub, string) { return startHubB(t, cfg) }
+
+// startHubB is startHub for tests and benchmarks.
+func startHubB(t testing.TB, cfg agentlink.Config) (*agentlink.Hub, string) {
 	t.Helper()
 	h, err := agentlink.New(cfg, agentlink.Options{})
 	if err != nil {
@@ -83,7 +86,7 @@ func startHub(t *testing.T, cfg agentlink.Config) (*agentlink.Hub, string) {
 
 // testAgent is a hand-driven agent: the test sends and receives each message itself.
 type testAgent struct {
-	t      *testing.T
+	t      testing.TB
 	cc     *grpc.ClientConn
 	stream grpc.BidiStreamingClient[agentlinkv1.ConnectRequest, agentlinkv1.ConnectResponse]
 	cancel context.CancelFunc
@@ -106,7 +109,7 @@ func descriptor(id string, ops ...*agentlinkv1.Operator) *agentlinkv1.NodeDescri
 }
 
 // connect opens a stream with token (none when empty) and sends d.
-func connect(t *testing.T, addr, token string, d *agentlinkv1.NodeDescriptor) *testAgent {
+func connect(t testing.TB, addr, token string, d *agentlinkv1.NodeDescriptor) *testAgent {
 	t.Helper()
 	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
