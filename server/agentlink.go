@@ -5,6 +5,7 @@ import (
 	"reflect"
 
 	grpcface "github.com/gatehouse-dev/gatehouse/faces/grpc"
+	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing"
 	"github.com/gatehouse-dev/gatehouse/routing/agentlink"
 	"github.com/gatehouse-dev/gatehouse/server/config"
@@ -21,7 +22,8 @@ func (s *Server) startAgents(cfg *Config) error {
 	if cfg.Agents == nil {
 		return nil
 	}
-	h, err := agentlink.New(*cfg.Agents, agentlink.Options{Logger: s.log.With("component", "agentlink"), Now: s.opts.Now})
+	h, err := agentlink.New(*cfg.Agents, agentlink.Options{Logger: s.log.With("component", "agentlink"), Now: s.opts.Now,
+		Watch: s.watchAgent})
 	if err != nil {
 		return err
 	}
@@ -88,4 +90,10 @@ func unjoin(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
+}
+
+// watchAgent follows a connected agent's credential (agentlink.Options.Watch): its expiry
+// and the revocation list, as every long-lived connection's.
+func (s *Server) watchAgent(p gateway.Principal, end func(error)) func() {
+	return s.liveness.Watch(p, end).Stop
 }

@@ -63,8 +63,13 @@ func startHub(t *testing.T, cfg agentlink.Config) (*agentlink.Hub, string) { ret
 
 // startHubB is startHub for tests and benchmarks.
 func startHubB(t testing.TB, cfg agentlink.Config) (*agentlink.Hub, string) {
+	return startHubOpts(t, cfg, agentlink.Options{})
+}
+
+// startHubOpts is startHub with options.
+func startHubOpts(t testing.TB, cfg agentlink.Config, opts agentlink.Options) (*agentlink.Hub, string) {
 	t.Helper()
-	h, err := agentlink.New(cfg, agentlink.Options{})
+	h, err := agentlink.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

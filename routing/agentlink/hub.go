@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/gateway"
 	agentlinkv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/agentlink/v1"
 )
 
@@ -19,10 +20,11 @@ import (
 // long as the process: agents stay connected across reloads. A Hub is safe for concurrent
 // use.
 type Hub struct {
-	cfg  Config
-	log  *slog.Logger
-	now  func() time.Time
-	urls DataURLs
+	cfg   Config
+	log   *slog.Logger
+	now   func() time.Time
+	urls  DataURLs
+	watch func(p gateway.Principal, end func(error)) (stop func())
 
 	mu     sync.RWMutex
 	agents map[string]*agent     // by agent id; guarded by mu
@@ -52,6 +54,12 @@ type Options struct {
 	// DataURLs, when set, turns DataRefs into signed URLs per task and agent; nil passes
 	// them untouched.
 	DataURLs DataURLs
+	// Watch, when set, watches a connected agent's principal: it calls end once (without
+	// blocking) when the credential expires or is revoked, and returns the function that
+	// stops watching. The server passes its auth.Liveness. Without it, an agent is
+	// disconnected when its credential expires (Principal.Expires) and revocation is not
+	// followed.
+	Watch func(p gateway.Principal, end func(error)) (stop func())
 }
 
 // New returns a hub for cfg (validated, defaults applied).
@@ -65,7 +73,7 @@ func New(cfg Config, opts Options) (*Hub, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	h := &Hub{cfg: cfg.WithDefaults(), log: opts.Logger, now: opts.Now, urls: opts.DataURLs,
+	h := &Hub{cfg: cfg.WithDefaults(), log: opts.Logger, now: opts.Now, urls: opts.DataURLs, watch: opts.Watch,
 		agents: make(map[string]*agent), ops: make(map[string]*operators)}
 	h.started = h.now()
 	return h, nil

@@ -654,3 +654,26 @@ func TestProgressReachesTheCaller(t *testing.T) {
 		t.Fatalf("progress = %+v", got)
 	}
 }
+
+func TestRevokedCredentialDisconnects(t *testing.T) {
+	ends := make(chan func(error), 1)
+	stopped := make(chan struct{})
+	watch := func(p gateway.Principal, end func(error)) func() {
+		if p.Subject != "agent-all" {
+			t.Errorf("watching %q", p.Subject)
+		}
+		ends <- end
+		return func() { close(stopped) }
+	}
+	h, addr := startHubOpts(t, fastConfig(), agentlink.Options{Watch: watch})
+	a := connect(t, addr, "all", descriptor("a1"))
+	a.welcome()
+	a.serveEcho()
+	(<-ends)(gateway.NewError(schemas.CodeAuthentication).With("reason", "revoked"))
+	waitAgents(t, h, 0)
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watch was not stopped when the connection ended")
+	}
+}

@@ -218,7 +218,11 @@ func (h *Hub) loop(ctx context.Context, in <-chan inbound, a *agent, p gateway.P
 	beat := time.NewTicker(h.cfg.HeartbeatInterval)
 	defer beat.Stop()
 	var expiry <-chan time.Time
-	if !p.Expires.IsZero() {
+	switch {
+	case h.watch != nil && !a.anonymous:
+		stop := h.watch(p, func(err error) { a.kick("the agent's credential is no longer valid: " + err.Error()) })
+		defer stop()
+	case !p.Expires.IsZero():
 		t := time.NewTimer(p.Expires.Sub(h.now()))
 		defer t.Stop()
 		expiry = t.C
