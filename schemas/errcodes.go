@@ -53,6 +53,11 @@ const (
 const (
 	CodeAgentExecution    Code = 1000
 	CodeToolFailed        Code = 1001
+	CodeAgentRejected     Code = 1002
+	CodeAgentTaskFailed   Code = 1003
+	CodeAgentTimeout      Code = 1004
+	CodeAgentGone         Code = 1005
+	CodeNoAgent           Code = 1006
 	CodeRetrieval         Code = 2000
 	CodeMemory            Code = 3000
 	CodeAuthorization     Code = 4000
@@ -116,6 +121,11 @@ var table = []Kind{
 
 	{CodeAgentExecution, "AGENT_EXECUTION_FAILED", "Agent execution failed", codes.Aborted, http.StatusBadGateway},
 	{CodeToolFailed, "TOOL_FAILED", "Tool call failed", codes.Aborted, http.StatusBadGateway},
+	{CodeAgentRejected, "AGENT_TASK_REJECTED", "The agent rejected the task", codes.FailedPrecondition, http.StatusBadGateway},
+	{CodeAgentTaskFailed, "AGENT_TASK_FAILED", "The agent's task failed", codes.Aborted, http.StatusBadGateway},
+	{CodeAgentTimeout, "AGENT_TASK_TIMEOUT", "The agent's task timed out", codes.DeadlineExceeded, http.StatusGatewayTimeout},
+	{CodeAgentGone, "AGENT_GONE", "The agent running the task went away", codes.Unavailable, http.StatusBadGateway},
+	{CodeNoAgent, "NO_AGENT", "No agent offers the operator", codes.Unavailable, http.StatusServiceUnavailable},
 	{CodeRetrieval, "RETRIEVAL_FAILED", "Retrieval failed", codes.Aborted, http.StatusBadGateway},
 	{CodeMemory, "MEMORY_FAILED", "Memory operation failed", codes.Aborted, http.StatusBadGateway},
 	{CodeAuthorization, "AUTHORIZATION_FAILED", "Not authorized", codes.PermissionDenied, http.StatusForbidden},

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	agentv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/agent/v1"
+	agentlinkv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/agentlink/v1"
 	calculatorv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/calculator/v1"
 	commonv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/common/v1"
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
@@ -23,6 +24,7 @@ import (
 // generatedFiles are the file descriptors of every generated package, keyed by .proto path.
 var generatedFiles = map[string]protoreflect.FileDescriptor{
 	"agent/v1/agent.proto":           agentv1.File_agent_v1_agent_proto,
+	"agentlink/v1/agentlink.proto":   agentlinkv1.File_agentlink_v1_agentlink_proto,
 	"calculator/v1/calculator.proto": calculatorv1.File_calculator_v1_calculator_proto,
 	"common/v1/common.proto":         commonv1.File_common_v1_common_proto,
 	"gatehouse/v1/gateway.proto":     gatehousev1.File_gatehouse_v1_gateway_proto,

@@ -23,6 +23,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/resilience"
 	"github.com/gatehouse-dev/gatehouse/routing"
+	"github.com/gatehouse-dev/gatehouse/routing/agentlink"
 	"github.com/gatehouse-dev/gatehouse/routing/nekte"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 	"github.com/gatehouse-dev/gatehouse/state"
@@ -77,6 +78,9 @@ type Config struct {
 	// Blobs is the DataRef blob store and its endpoint /blobs/ (state/blob, faces/blob,
 	// blobs.go); absent, the endpoint answers 404. Read at start.
 	Blobs *blob.Config `yaml:"blobs" json:"blobs,omitempty"`
+	// Agents is the agent link on the internal listener (routing/agentlink,
+	// server/agentlink.go); absent, no agent can connect. Read at start.
+	Agents *agentlink.Config `yaml:"agents" json:"agents,omitempty"`
 
 	// file is where the configuration was read from ("" for the embedded default).
 	file string
@@ -306,6 +310,7 @@ func (c *Config) validate(doc *loader.Document) (compiled, loader.ErrorList) {
 	errs = append(errs, sectionErrors(doc, "approvals", c.Approvals.Validate())...)
 	errs = append(errs, c.validateResilience(doc)...)
 	errs = append(errs, c.validateBlobs(doc)...) // blobs.go
+	errs = append(errs, c.validateAgents(doc)...)
 	if err := c.Routing.Validate(); err != nil {
 		bad("routing", "%v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/routing"
+	"github.com/gatehouse-dev/gatehouse/routing/agentlink"
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
 	"github.com/gatehouse-dev/gatehouse/routing/nekte"
@@ -84,12 +85,14 @@ type process struct {
 	live *auth.Liveness
 	// m are the metrics (nil: off).
 	m *observability.Metrics
+	// agents is the agent link's hub, routed under agents.namespace (nil: none).
+	agents *agentlink.Hub
 }
 
 // process returns what the server builds every configuration's runtime on.
 func (s *Server) process() process {
 	return process{log: s.log, now: s.opts.Now, extra: s.opts.Targets, nekte: s.nekte, kv: s.kv, ring: s.KeyRing,
-		rev: s.revocations, live: s.liveness, m: s.metrics}
+		rev: s.revocations, live: s.liveness, m: s.metrics, agents: s.agents}
 }
 
 // buildRuntime builds a runtime from cfg on the process p, with what validating cfg
@@ -121,6 +124,9 @@ func buildRuntime(cfg *Config, pre *compiled, p process, prev *runtime) (*runtim
 		if err := table.Add(method, t); err != nil {
 			return nil, errors.Join(err, table.Close(), authn.Close())
 		}
+	}
+	if err := routeAgents(table, cfg, p); err != nil { // agentlink.go
+		return nil, errors.Join(err, table.Close(), authn.Close())
 	}
 	pol := policyOf(cfg, pre)
 	handler, parts := pipeline(pipelineParams{process: p, cfg: cfg, pol: pol, table: table, prev: prev})

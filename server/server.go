@@ -25,6 +25,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/faces/ws"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
+	"github.com/gatehouse-dev/gatehouse/routing/agentlink"
 	"github.com/gatehouse-dev/gatehouse/state"
 )
 
@@ -86,6 +87,8 @@ type Server struct {
 	mcp   *mcpface.Face // nil when the MCP face is off
 	blobs *blobService  // nil without a blobs section (blobs.go)
 	nekte *nekteService // nil when NEKTE was off at start
+	// agents is the agent link's hub, nil without an agents section at start (agentlink.go).
+	agents *agentlink.Hub
 	// metrics are the process's metrics, kept across reloads; nil when metrics are off.
 	metrics *observability.Metrics
 	// tracing is the tracer provider of the current configuration's tracing section, nil
@@ -228,6 +231,10 @@ func newServer(cfg *Config, opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 	undo = append(undo, func() { s.closeNekte(context.Background()) })
+	if err := s.startAgents(cfg); err != nil {
+		return nil, fmt.Errorf("agents: %w", err)
+	}
+	undo = append(undo, func() { s.closeAgents(context.Background()) })
 	if s.tracing, err = s.tracingFor(cfg); err != nil {
 		return nil, fmt.Errorf("building configuration: %w", err)
 	}
@@ -271,6 +278,7 @@ func (s *Server) closeNekte(ctx context.Context) {
 // revocation list, the key ring and then the state store, if the server opened it.
 func (s *Server) closeCore() {
 	s.closeNekte(context.Background())
+	s.closeAgents(context.Background())
 	s.cur.Load().retire()
 	s.closeTracing() // after the runtime: the spans of calls it answered are flushed
 	s.closeRevocations()
@@ -424,6 +432,7 @@ func (s *Server) shutdown() error {
 	// streams are still open to carry the news, then the streams end, so the connections
 	// below can close.
 	s.closeNekte(ctx)
+	s.closeAgents(ctx) // tasks on agents finish, then the agents' streams end, so gRPC can stop
 	var wg sync.WaitGroup
 	var httpErr error
 	wg.Go(func() {

@@ -5,6 +5,7 @@
 //	gatehouse validate --config FILE
 //	gatehouse demo-grpc [--addr ADDR]
 //	gatehouse demo-mcp [--start-delay D]
+//	gatehouse demo-agent [--connect HOST:PORT] [--token T] [--id NAME]
 //	gatehouse token --key FILE --sub NAME [--scope "a b"] [--aud A]... [--iss I] [--ttl 1h] [--kid K] [--claim N=V]...
 //	gatehouse version
 package main
@@ -42,6 +43,8 @@ const usage = `usage:
   gatehouse validate --config FILE
   gatehouse demo-grpc [--addr ADDR]   the demo calculator.v1 gRPC backend on its own
   gatehouse demo-mcp [--start-delay D] the demo MCP server (the conformance fixtures) over stdio
+  gatehouse demo-agent [--connect HOST:PORT] [--token T] [--id NAME]
+                                      the reference compute agent: dials the agent link (docs/agents.md)
   gatehouse token --key FILE --sub NAME [--scope "a b"] [--aud A]... [--iss I] [--ttl 1h] [--kid K] [--claim N=V]...
                                       mint a development JWT signed with a private key (docs/auth.md)
   gatehouse dev-certs [--force] DIR   write a local CA, a localhost server certificate and a client
@@ -66,6 +69,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return demoGRPC(args[1:], stderr)
 	case "demo-mcp":
 		return demoMCP(args[1:], stderr)
+	case "demo-agent":
+		return demoAgent(args[1:], stderr)
 	case "token":
 		return token(args[1:], stdout, stderr)
 	case "dev-certs":

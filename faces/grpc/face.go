@@ -48,6 +48,8 @@ type Params struct {
 	// PeerTLS, when set, is what this replica dials other replicas' PeerService with (the
 	// listener's TLS: they serve it too); nil: plaintext, as the listener serves.
 	PeerTLS *tls.Config
+	// Services are served beside the gateway's own (services.go): the agent link.
+	Services []Service
 }
 
 // New builds the internal face: the gRPC server with its interceptors (tracing.go) and
@@ -67,6 +69,9 @@ func New(p Params) *Face {
 	gatehousev1.RegisterGatewayServiceServer(f.gs, &gatewayService{gw: f.gw})
 	toolv1.RegisterToolServiceServer(f.gs, &toolService{gw: f.gw})
 	nektev1.RegisterNekteServer(f.gs, &nekteGRPC{gw: f.gw}) // per call, the configuration current then decides
+	for _, svc := range p.Services {
+		svc.RegisterGRPC(f.gs, f.authenticate)
+	}
 	// gatehouse.v1.PeerService, when other replicas may share the state store (peer.go).
 	if err := f.startPeers(p); err != nil {
 		f.log.Error("persist: false NEKTE context envelopes stay local to this replica", "err", err)

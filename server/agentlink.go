@@ -1,0 +1,99 @@
+package server
+
+import (
+	"context"
+	"reflect"
+
+	"github.com/gatehouse-dev/gatehouse/configs/loader"
+	grpcface "github.com/gatehouse-dev/gatehouse/faces/grpc"
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/routing"
+	"github.com/gatehouse-dev/gatehouse/routing/agentlink"
+)
+
+// The agent link (routing/agentlink) lives as long as the process, like the NEKTE service:
+// agents stay connected across reloads. Its hub is built at start when the configuration
+// has an agents section and the internal listener, served by the internal face
+// (grpcface.Service), and routed in every configuration under agents.namespace
+// (routeAgents), whose capability catalog then lists the connected agents' operators.
+
+// startAgents builds the hub of cfg's agents section; none without one.
+func (s *Server) startAgents(cfg *Config) error {
+	if cfg.Agents == nil {
+		return nil
+	}
+	h, err := agentlink.New(*cfg.Agents, agentlink.Options{Logger: s.log.With("component", "agentlink"), Now: s.opts.Now,
+		Watch: s.watchAgent})
+	if err != nil {
+		return err
+	}
+	s.agents = h
+	return nil
+}
+
+// closeAgents lets the tasks running on agents finish until ctx ends, then disconnects
+// every agent (a task still running fails with AGENT_GONE).
+func (s *Server) closeAgents(ctx context.Context) {
+	if s.agents != nil {
+		_ = s.agents.Drain(ctx)
+	}
+}
+
+// grpcServices are the services the internal face serves beside its own.
+func (s *Server) grpcServices() []grpcface.Service {
+	if s.agents == nil {
+		return nil
+	}
+	return []grpcface.Service{s.agents}
+}
+
+// routeAgents routes agents.namespace to the hub's target in table; nothing without a hub.
+// The hub keeps the agents section it started with: a configuration that changes it is
+// logged, and the change takes effect on restart.
+func routeAgents(table *routing.Table, cfg *Config, p process) error {
+	h := p.agents
+	switch {
+	case h == nil && cfg.Agents != nil:
+		p.log.Warn("the agents section was added after start: the agent link starts with the next restart")
+		return nil
+	case h == nil:
+		return nil
+	case cfg.Agents == nil:
+		p.log.Warn("the agents section was removed: connected agents keep serving until restart")
+	case !reflect.DeepEqual(cfg.Agents.WithDefaults(), h.Config()):
+		p.log.Warn("the agents section changed; it takes effect on restart")
+	}
+	return table.AddPrefix(h.Config().Namespace, h.Target())
+}
+
+// validateAgents checks the agents section: its own rules, and that the internal listener
+// it is served on is configured.
+func (c *Config) validateAgents(doc *loader.Document) loader.ErrorList {
+	if c.Agents == nil {
+		return nil
+	}
+	var errs loader.ErrorList
+	if c.Server.Internal == nil {
+		errs = append(errs, doc.Errorf("agents", "the agent link is served on the internal listener: configure server.internal"))
+	}
+	if err := c.Agents.Validate(); err != nil {
+		for _, e := range unjoin(err) {
+			errs = append(errs, doc.Errorf("agents", "%v", e))
+		}
+	}
+	return errs
+}
+
+// unjoin returns the errors errors.Join joined in err, or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// watchAgent follows a connected agent's credential (agentlink.Options.Watch): its expiry
+// and the revocation list, as every long-lived connection's.
+func (s *Server) watchAgent(p gateway.Principal, end func(error)) func() {
+	return s.liveness.Watch(p, end).Stop
+}
