@@ -2,11 +2,14 @@ package server
 
 import (
 	"context"
+	"net"
+	"net/netip"
 	"reflect"
 
 	"github.com/gatehouse-dev/gatehouse/configs/loader"
 	grpcface "github.com/gatehouse-dev/gatehouse/faces/grpc"
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/routing"
 	"github.com/gatehouse-dev/gatehouse/routing/agentlink"
 )
@@ -96,4 +99,51 @@ func unjoin(err error) []error {
 // and the revocation list, as every long-lived connection's.
 func (s *Server) watchAgent(p gateway.Principal, end func(error)) func() {
 	return s.liveness.Watch(p, end).Stop
+}
+
+// agentPeers lets the hub reach the agents of other replicas and serve its own to them
+// (routing/agentlink's peer.go) when the state store is shared. It advertises advertise
+// (server.internal.advertise), or the address the internal listener is bound to unless
+// that is an unspecified IP, which other replicas cannot dial: then this replica's agents
+// serve only its own calls, and a warning says so.
+func (s *Server) agentPeers(advertise string, maxBytes int) {
+	if s.agents == nil || !s.sharedState() {
+		return
+	}
+	if advertise == "" && s.internalLn != nil {
+		advertise = reachableAddr(s.internalLn.Addr())
+		if advertise == "" {
+			s.log.Warn("the internal listener is bound to an unspecified address and server.internal.advertise is not set: "+
+				"the agents connected here serve only this replica's calls", "internal", s.internalLn.Addr().String())
+		}
+	}
+	err := s.agents.UsePeers(agentlink.Peers{Advertise: advertise, Store: s.kv,
+		Client: agentlink.NewGRPCPeerClient(maxBytes, peerTLS(s.tls.internal))})
+	if err != nil {
+		s.log.Error("the agents connected here serve only this replica's calls", "err", err)
+	}
+}
+
+// reachableAddr returns addr as other replicas dial it: "" when it is not a TCP address or
+// its IP is unspecified.
+func reachableAddr(addr net.Addr) string {
+	ap, err := netip.ParseAddrPort(addr.String())
+	if err != nil || ap.Addr().IsUnspecified() {
+		return ""
+	}
+	return ap.String()
+}
+
+// agentGauges sets the agent link's gauges: the agents connected and each one's
+// outstanding tasks; none without the agent link.
+func (s *Server) agentGauges(g *observability.Gauges) {
+	if s.agents == nil {
+		return
+	}
+	agents := s.agents.Agents()
+	g.AgentsConnected = len(agents)
+	g.AgentOutstanding = make(map[string]int, len(agents))
+	for _, a := range agents {
+		g.AgentOutstanding[a.ID] = a.Outstanding
+	}
 }

@@ -94,6 +94,18 @@ func (t *task) finish(o *Outcome, err error) bool {
 // when the caller gives up first (the agent is then sent TaskCancel). Dispatch never
 // retries.
 func (h *Hub) Dispatch(ctx context.Context, t Task) (*Outcome, error) {
+	return h.dispatch(ctx, t, true)
+}
+
+// dispatchLocal is Dispatch on this replica's agents only (a task another replica
+// forwarded).
+func (h *Hub) dispatchLocal(ctx context.Context, t Task) (*Outcome, error) {
+	return h.dispatch(ctx, t, false)
+}
+
+// dispatch is Dispatch; a task of an operator no local agent offers is forwarded to
+// another replica's agents when remote is set and the hub has peers (peer.go).
+func (h *Hub) dispatch(ctx context.Context, t Task, remote bool) (*Outcome, error) {
 	in := t.Input
 	if len(in) == 0 {
 		in = json.RawMessage(`{}`)
@@ -101,6 +113,9 @@ func (h *Hub) Dispatch(ctx context.Context, t Task) (*Outcome, error) {
 	a, spec := h.pick(t.Operator, t.AffinityKey)
 	switch {
 	case spec == nil:
+		if pr := h.peering(); remote && pr != nil {
+			return h.forward(ctx, pr, t, in)
+		}
 		return nil, errNoAgent(t.Operator)
 	case a == nil:
 		if err := spec.inSchema.Check(in, maxInputErrors); err != nil {

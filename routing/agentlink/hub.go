@@ -30,6 +30,7 @@ type Hub struct {
 	agents map[string]*agent     // by agent id; guarded by mu
 	ops    map[string]*operators // by operator id; guarded by mu
 	closed bool                  // guarded by mu
+	peers  *peering              // other replicas (UsePeers); guarded by mu
 
 	gen     atomic.Uint64 // changes whenever the operators offered change
 	seq     atomic.Uint64 // task and session counter
@@ -204,6 +205,7 @@ func (h *Hub) register(a *agent) error {
 		o.agents = append(o.agents, a)
 	}
 	h.gen.Add(1)
+	h.pokeLocked()
 	return nil
 }
 
@@ -244,6 +246,7 @@ func (h *Hub) unregister(a *agent) {
 		}
 	}
 	h.gen.Add(1)
+	h.pokeLocked()
 }
 
 // pick chooses an agent for a task of operator op and reserves one of its task slots: by
@@ -315,14 +318,23 @@ func score(key, id string) uint64 {
 // new ones. It returns at once; the connections end as their streams do.
 func (h *Hub) Close() error {
 	h.mu.Lock()
+	wasClosed := h.closed
 	h.closed = true
 	agents := make([]*agent, 0, len(h.agents))
 	for _, a := range h.agents {
 		agents = append(agents, a)
 	}
+	pr := h.peers
 	h.mu.Unlock()
 	for _, a := range agents {
 		a.kick("the gateway is shutting down")
+	}
+	if pr != nil && !wasClosed {
+		close(pr.stop) // the registry loop drops this replica's entries
+		<-pr.done
+		if c, ok := pr.Client.(interface{ Close() error }); ok {
+			return c.Close()
+		}
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ type Authenticate = func(ctx context.Context) (gateway.Principal, gateway.Creden
 // connecting agent. It is how the internal gRPC face serves the hub.
 func (h *Hub) RegisterGRPC(s grpc.ServiceRegistrar, authn func(ctx context.Context) (gateway.Principal, gateway.Credentials, error)) {
 	agentlinkv1.RegisterAgentLinkServiceServer(s, &service{hub: h, authn: authn})
+	h.registerPeerService(s)
 }
 
 type service struct {
