@@ -368,8 +368,8 @@ func (s *peerService) DispatchTask(ctx context.Context, req *gatehousev1.Dispatc
 			With("field", ParamJobID).With("reason", "malformed job id")), nil
 	}
 	out, err := s.hub.dispatchLocal(ctx, t)
-	if err != nil {
-		return failureResponse(err), nil
+	if err != nil { // the task's failure is an answer, its code and data carried as they are
+		return failureResponse(err), nil //nolint:nilerr // see above
 	}
 	raw, err := json.Marshal(out)
 	if err != nil {
