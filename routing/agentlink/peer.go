@@ -357,19 +357,30 @@ func (s *peerService) DispatchTask(ctx context.Context, req *gatehousev1.Dispatc
 	t := Task{Operator: req.GetOperator(), Input: req.GetInputJson(), JobID: req.GetJobId(), AffinityKey: req.GetAffinityKey(),
 		Timeout: time.Duration(req.GetTimeoutMs()) * time.Millisecond, CPUMillicores: req.GetCpuMillicores(),
 		MemoryBytes: req.GetMemoryBytes()}
-	if raw := req.GetDataRefsJson(); len(raw) > 0 {
-		if json.Unmarshal(raw, &t.Refs) != nil || len(t.Refs) > maxRefs {
-			return failureResponse(gateway.NewError(schemas.CodeInvalidParams).With("operator", t.Operator).
-				With("field", ParamDataRefs).With("reason", "malformed data refs")), nil
-		}
+	if field := forwardedRefs(&t, req.GetDataRefsJson()); field != "" {
+		return failureResponse(gateway.NewError(schemas.CodeInvalidParams).With("operator", t.Operator).
+			With("field", field).With("reason", "malformed in the forwarded task")), nil
+	}
+	return outcomeResponse(s.hub.dispatchLocal(ctx, t))
+}
+
+// forwardedRefs decodes a forwarded task's data refs into t and checks its job id; it
+// returns the member that is malformed, "" when none is.
+func forwardedRefs(t *Task, raw []byte) string {
+	if len(raw) > 0 && (json.Unmarshal(raw, &t.Refs) != nil || len(t.Refs) > maxRefs) {
+		return ParamDataRefs
 	}
 	if t.JobID != "" && !validAgentID(t.JobID) {
-		return failureResponse(gateway.NewError(schemas.CodeInvalidParams).With("operator", t.Operator).
-			With("field", ParamJobID).With("reason", "malformed job id")), nil
+		return ParamJobID
 	}
-	out, err := s.hub.dispatchLocal(ctx, t)
-	if err != nil { // the task's failure is an answer, its code and data carried as they are
-		return failureResponse(err), nil //nolint:nilerr // see above
+	return ""
+}
+
+// outcomeResponse is the answer for a task's outcome, or for its failure: the failure is
+// an answer, its code and data carried as they are, not a status.
+func outcomeResponse(out *Outcome, failure error) (*gatehousev1.DispatchTaskResponse, error) {
+	if failure != nil {
+		return failureResponse(failure), nil
 	}
 	raw, err := json.Marshal(out)
 	if err != nil {
