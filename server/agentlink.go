@@ -26,7 +26,7 @@ func (s *Server) startAgents(cfg *Config) error {
 		return nil
 	}
 	h, err := agentlink.New(*cfg.Agents, agentlink.Options{Logger: s.log.With("component", "agentlink"), Now: s.opts.Now,
-		Watch: s.watchAgent})
+		Watch: s.watchAgent, Observer: s.metrics})
 	if err != nil {
 		return err
 	}
@@ -146,4 +146,29 @@ func (s *Server) agentGauges(g *observability.Gauges) {
 	for _, a := range agents {
 		g.AgentOutstanding[a.ID] = a.Outstanding
 	}
+}
+
+// agentDetail is one connected agent in /readyz's body.
+type agentDetail struct {
+	ID          string   `json:"id"`
+	Version     string   `json:"version"`
+	Operators   []string `json:"operators"`
+	Outstanding int      `json:"outstanding"`
+	Limit       int      `json:"limit"`
+}
+
+// agentsDetail is /readyz's informational "agents" member: the agents connected to this
+// replica (an empty list when none is); nil without the agent link. Agents never change
+// readiness: a gateway without agents still serves every other target, and an agent on
+// another replica may serve the calls arriving here.
+func (s *Server) agentsDetail() map[string]any {
+	if s.agents == nil {
+		return nil
+	}
+	agents := s.agents.Agents()
+	list := make([]agentDetail, 0, len(agents))
+	for _, a := range agents {
+		list = append(list, agentDetail{ID: a.ID, Version: a.Version, Operators: a.Operators, Outstanding: a.Outstanding, Limit: a.Limit})
+	}
+	return map[string]any{"agents": list}
 }

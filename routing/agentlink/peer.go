@@ -12,6 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	otelcodes "go.opentelemetry.io/otel/codes"
+
 	"go.opentelemetry.io/otel/propagation"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -296,7 +299,15 @@ func (h *Hub) forward(ctx context.Context, pr *peering, t Task, in json.RawMessa
 	// The serving replica bounds the task by the same timeout; the grace covers the hop.
 	fctx, cancel := context.WithTimeout(ctx, timeout+h.cfg.HeartbeatInterval)
 	defer cancel()
+	fctx, span := dispatchTracer.Start(fctx, "agentlink.forward", attribute.String("gatehouse.agent.operator", t.Operator),
+		attribute.String("gatehouse.agent.replica", addr))
 	res, err := pr.Client.DispatchTask(fctx, addr, req)
+	if span != nil {
+		if err != nil {
+			span.SetStatus(otelcodes.Error, status.Convert(err).Message())
+		}
+		span.End()
+	}
 	if err != nil {
 		return nil, h.forwardError(ctx, fctx, t, addr, timeout, err)
 	}
