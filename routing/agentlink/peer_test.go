@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc/metadata"
+
 	"google.golang.org/grpc"
 
 	"github.com/gatehouse-dev/gatehouse/routing/agentlink"
@@ -23,7 +26,7 @@ type replica struct {
 	stop func() // stops the listener at once, as a crash would
 }
 
-func startReplica(t *testing.T, store state.KV) *replica {
+func startReplica(t *testing.T, store state.KV, opts ...grpc.ServerOption) *replica {
 	t.Helper()
 	h, err := agentlink.New(fastConfig(), agentlink.Options{})
 	if err != nil {
@@ -33,7 +36,7 @@ func startReplica(t *testing.T, store state.KV) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(opts...)
 	h.RegisterGRPC(gs, testAuthn)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = gs.Serve(ln) }()
@@ -258,5 +261,56 @@ func TestPeersRefuseAForeignSecret(t *testing.T) {
 	_, err := c.DispatchTask(context.Background(), a.addr, forwardRequest([]byte("not the secret")))
 	if err == nil || !isPermissionDenied(err) {
 		t.Fatalf("err = %v, want PERMISSION_DENIED", err)
+	}
+}
+
+// TestPeersCarryTheCallersTraceAndDeadline: the forwarded RPC carries the caller's W3C trace
+// context and a deadline no later than the caller's.
+func TestPeersCarryTheCallersTraceAndDeadline(t *testing.T) {
+	store := state.NewEmbedded(state.EmbeddedOptions{})
+	t.Cleanup(func() { _ = store.Close() })
+	type seen struct {
+		traceparent string
+		deadline    time.Time
+	}
+	got := make(chan seen, 16)
+	capture := grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		dl, _ := ctx.Deadline()
+		s := seen{deadline: dl}
+		if v := md.Get("traceparent"); len(v) > 0 {
+			s.traceparent = v[0]
+		}
+		got <- s
+		return next(ctx, req)
+	})
+	a, b := startReplica(t, store, capture), startReplica(t, store)
+	ag := connect(t, a.addr, "", descriptor("on-a"))
+	ag.welcome()
+	ag.serveEcho()
+	waitAgents(t, a.hub, 1)
+	traceID, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	spanID, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID, SpanID: spanID, TraceFlags: trace.FlagsSampled})
+	deadline := time.Now().Add(3 * time.Second)
+	ctx, cancel := context.WithDeadline(trace.ContextWithSpanContext(context.Background(), sc), deadline)
+	defer cancel()
+	for {
+		_, err := b.hub.Dispatch(ctx, agentlink.Task{Operator: "echo", Input: echoInput("hi")})
+		if err == nil {
+			break
+		}
+		if gateway0(err) != schemas.CodeNoAgent || ctx.Err() != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s := <-got
+	if s.traceparent != "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" {
+		t.Errorf("traceparent %q, want the caller's", s.traceparent)
+	}
+	// gRPC sends the time left, so the serving side's deadline may trail by the hop's latency.
+	if s.deadline.IsZero() || s.deadline.After(deadline.Add(200*time.Millisecond)) {
+		t.Errorf("deadline %v, want one no later than the caller's %v", s.deadline, deadline)
 	}
 }
