@@ -111,7 +111,11 @@ func scriptedSession(ctx context.Context, addr string) {
 			case "vanish":
 				_ = st.Send(&agentlinkv1.ConnectRequest{Message: &agentlinkv1.ConnectRequest_Ack{Ack: &agentlinkv1.TaskAck{TaskId: id, Accepted: true}}})
 				_ = st.CloseSend()
-				return
+				for { // until the gateway ends the stream: it saw the agent close it
+					if _, err := st.Recv(); err != nil {
+						return
+					}
+				}
 			}
 		}
 		if reply != nil && st.Send(reply) != nil {
