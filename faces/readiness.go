@@ -11,6 +11,9 @@ type TargetHealth struct {
 	// "all", or while the gateway starts (until every target has been up once, within a
 	// bound); otherwise it is ready while at least one can, or there is none ("any").
 	All bool
+	// Info are informational members of /readyz's body, by name (the agent link's
+	// "agents"); they never change readiness.
+	Info map[string]any
 }
 
 // Ready reports whether the targets let the replica serve under h's rule, and how many

@@ -209,6 +209,7 @@ func (p *Pipeline) logAccess(ctx context.Context, c *gateway.Call, out *Outcome,
 		Caller:   c.Principal.Subject,
 		TraceID:  c.TraceID,
 		Params:   c.Params,
+		ServedBy: c.ServedBy,
 	}
 	if out.Err != nil {
 		e.Code = int(out.Err.Code())

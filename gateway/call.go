@@ -128,6 +128,9 @@ type Call struct {
 	// Policies that keep a zone from calling methods directly (routing.mcp.direct_zones) let
 	// such calls through: capability invocation is the sanctioned path.
 	Capability string
+	// ServedBy names who served the call when its target says (the agent link: the ids of
+	// the agents its task ran on); the access log records it. Empty otherwise.
+	ServedBy string
 
 	// vals are the per-call values the stages give what runs below them (the observer,
 	// the hop budget and credential, whether the caller named the deadline), answered by

@@ -55,6 +55,9 @@ type AccessEntry struct {
 	Caller string
 	// TraceID is the call's trace id.
 	TraceID string
+	// ServedBy names who served the call when its target says (the agent's id for the
+	// agent link); the line carries it as "agent", absent when empty.
+	ServedBy string
 	// Params and Result are the call's payloads, logged (redacted) only with
 	// log.debug_payloads; either may be nil.
 	Params, Result []byte
@@ -114,7 +117,7 @@ func (a *AccessLog) Record(ctx context.Context, e *AccessEntry) {
 		if failed {
 			status = "error"
 		}
-		a.log.LogAttrs(ctx, slog.LevelInfo, "access",
+		attrs := []slog.Attr{
 			slog.String("method", e.Method),
 			slog.String("protocol", e.Protocol),
 			slog.String("status", status),
@@ -122,7 +125,11 @@ func (a *AccessLog) Record(ctx context.Context, e *AccessEntry) {
 			slog.Float64("duration_ms", float64(e.Duration.Microseconds())/1000),
 			slog.String("caller", CallerHash(e.Caller)),
 			slog.String(KeyTraceID, e.TraceID),
-		)
+		}
+		if e.ServedBy != "" {
+			attrs = append(attrs, slog.String("agent", e.ServedBy))
+		}
+		a.log.LogAttrs(ctx, slog.LevelInfo, "access", attrs...)
 	}
 	if a.payloads && a.log.Enabled(ctx, slog.LevelDebug) {
 		a.log.LogAttrs(ctx, slog.LevelDebug, "call payload",

@@ -61,6 +61,8 @@ type Metrics struct {
 	tokensVerified *prometheus.CounterVec
 	reloads        *prometheus.CounterVec
 	tasks          *prometheus.GaugeVec
+	agentTasks     *prometheus.CounterVec
+	agentGaps      prometheus.Histogram
 
 	// codes are the labels of the error table's codes.
 	codes map[schemas.Code]string
@@ -98,6 +100,10 @@ func NewMetrics() *Metrics {
 	m.reloads = counterVec("gatehouse_config_reloads_total", "Configuration reloads, ok or refused.", "result")
 	m.tasks = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gatehouse_tasks",
 		Help: "Unfinished NEKTE tasks by state, as this replica's changes count them: sum across replicas."}, []string{"state"})
+	m.agentTasks = counterVec("gatehouse_agent_tasks_total", "Tasks dispatched to this replica's agents, by operator and outcome (ok, rejected, failed, timeout, gone, cancelled).", "operator", "outcome")
+	m.agentGaps = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gatehouse_agent_heartbeat_gap_seconds",
+		Help: "Time between two messages of a connected agent (its heartbeats or any other), and the silence that ends a connection.", Buckets: DurationBuckets})
+	m.reg.MustRegister(m.agentTasks, m.agentGaps)
 	m.reg.MustRegister(m.requests, m.errors, m.duration, m.transcodes, m.transcodeDur, m.toolCalls, m.streams,
 		m.upstreamStarts, m.queueWait, m.admissionRej, m.rateLimitRej, m.retries, m.tokensMinted, m.tokensVerified, m.reloads, m.tasks,
 		gaugeCollector{m}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -230,6 +236,23 @@ func (m *Metrics) ToolCalled(tool, server string, d time.Duration) {
 		return
 	}
 	m.toolCalls.WithLabelValues(tool, server).Observe(d.Seconds())
+}
+
+// AgentTaskDone counts one task dispatched to an agent of this replica, by operator and
+// outcome: ok, rejected, failed, timeout, gone or cancelled.
+func (m *Metrics) AgentTaskDone(operator, outcome string) {
+	if m == nil {
+		return
+	}
+	m.agentTasks.WithLabelValues(operator, outcome).Inc()
+}
+
+// AgentHeartbeatGap records the time between two messages of a connected agent.
+func (m *Metrics) AgentHeartbeatGap(d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.agentGaps.Observe(d.Seconds())
 }
 
 // UpstreamStarted counts one MCP session started with the configured server.

@@ -33,6 +33,12 @@ type Gauges struct {
 	// ToolsWithheld is, by MCP upstream, how many tools it lists that the bridge does not
 	// serve because their inputSchema cannot be used (gatehouse_mcp_tools_withheld{upstream}).
 	ToolsWithheld map[string]int
+	// AgentsConnected is the agents connected to this replica's agent link
+	// (gatehouse_agents_connected); negative without one.
+	AgentsConnected int
+	// AgentOutstanding is, by connected agent id, the tasks dispatched to it and not yet
+	// finished (gatehouse_agent_tasks_outstanding{agent}).
+	AgentOutstanding map[string]int
 }
 
 // SetGauges sets the function read at every scrape for the values of Gauges; it must be
@@ -57,6 +63,10 @@ var (
 		"Calls waiting for an operator's approval.", nil, nil)
 	descTargetUp = prometheus.NewDesc("gatehouse_target_up",
 		"Whether a target (gRPC backend, MCP upstream) can serve: 1 up, 0 down.", []string{"target"}, nil)
+	descAgents = prometheus.NewDesc("gatehouse_agents_connected",
+		"Agents connected to this replica's agent link.", nil, nil)
+	descAgentOutstanding = prometheus.NewDesc("gatehouse_agent_tasks_outstanding",
+		"Tasks dispatched to a connected agent and not yet finished, by agent.", []string{"agent"}, nil)
 	descToolsWithheld = prometheus.NewDesc("gatehouse_mcp_tools_withheld",
 		"Tools an MCP upstream lists that the gateway does not serve (their inputSchema cannot be used).", []string{"upstream"}, nil)
 )
@@ -66,7 +76,7 @@ type gaugeCollector struct{ m *Metrics }
 
 // Describe implements prometheus.Collector.
 func (gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descBreaker, descMCPServers, descQueueDepth, descAdmissionLimit, descApprovals, descTargetUp, descToolsWithheld} {
+	for _, d := range []*prometheus.Desc{descBreaker, descMCPServers, descQueueDepth, descAdmissionLimit, descApprovals, descTargetUp, descToolsWithheld, descAgents, descAgentOutstanding} {
 		ch <- d
 	}
 }
@@ -88,6 +98,10 @@ func (c gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	labelled(descQueueDepth, g.QueueDepth)
 	labelled(descTargetUp, g.TargetUp)
 	labelled(descToolsWithheld, g.ToolsWithheld)
+	labelled(descAgentOutstanding, g.AgentOutstanding)
+	if g.AgentsConnected >= 0 {
+		ch <- prometheus.MustNewConstMetric(descAgents, prometheus.GaugeValue, float64(g.AgentsConnected))
+	}
 	if g.AdmissionLimit >= 0 {
 		ch <- prometheus.MustNewConstMetric(descAdmissionLimit, prometheus.GaugeValue, g.AdmissionLimit)
 	}

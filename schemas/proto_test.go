@@ -27,6 +27,7 @@ var generatedFiles = map[string]protoreflect.FileDescriptor{
 	"agentlink/v1/agentlink.proto":   agentlinkv1.File_agentlink_v1_agentlink_proto,
 	"calculator/v1/calculator.proto": calculatorv1.File_calculator_v1_calculator_proto,
 	"common/v1/common.proto":         commonv1.File_common_v1_common_proto,
+	"gatehouse/v1/agentpeer.proto":   gatehousev1.File_gatehouse_v1_agentpeer_proto,
 	"gatehouse/v1/gateway.proto":     gatehousev1.File_gatehouse_v1_gateway_proto,
 	"gatehouse/v1/peer.proto":        gatehousev1.File_gatehouse_v1_peer_proto,
 	"memory/v1/memory.proto":         memoryv1.File_memory_v1_memory_proto,

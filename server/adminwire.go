@@ -98,7 +98,8 @@ func (r adminRuntime) Health(ctx context.Context) adminface.Health {
 // starts, under "all" (settling): what /readyz and the gRPC health service answer by.
 func (s *Server) targetHealth(ctx context.Context, rt *runtime) faces.TargetHealth {
 	h := rt.table.Health(ctx)
-	return faces.TargetHealth{Targets: h, All: rt.cfg.Server.Readiness == ReadinessAll || s.settling(h, rt.cfg.Server.Reload.ReadyTimeout)}
+	return faces.TargetHealth{Targets: h, All: rt.cfg.Server.Readiness == ReadinessAll || s.settling(h, rt.cfg.Server.Reload.ReadyTimeout),
+		Info: s.agentsDetail()} // agentlink.go
 }
 
 // TrippedBreakers implements adminface.Runtime.

@@ -2,11 +2,14 @@ package server
 
 import (
 	"context"
+	"net"
+	"net/netip"
 	"reflect"
 
 	"github.com/gatehouse-dev/gatehouse/configs/loader"
 	grpcface "github.com/gatehouse-dev/gatehouse/faces/grpc"
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/routing"
 	"github.com/gatehouse-dev/gatehouse/routing/agentlink"
 )
@@ -23,7 +26,7 @@ func (s *Server) startAgents(cfg *Config) error {
 		return nil
 	}
 	h, err := agentlink.New(*cfg.Agents, agentlink.Options{Logger: s.log.With("component", "agentlink"), Now: s.opts.Now,
-		Watch: s.watchAgent})
+		Watch: s.watchAgent, Observer: s.metrics})
 	if err != nil {
 		return err
 	}
@@ -96,4 +99,76 @@ func unjoin(err error) []error {
 // and the revocation list, as every long-lived connection's.
 func (s *Server) watchAgent(p gateway.Principal, end func(error)) func() {
 	return s.liveness.Watch(p, end).Stop
+}
+
+// agentPeers lets the hub reach the agents of other replicas and serve its own to them
+// (routing/agentlink's peer.go) when the state store is shared. It advertises advertise
+// (server.internal.advertise), or the address the internal listener is bound to unless
+// that is an unspecified IP, which other replicas cannot dial: then this replica's agents
+// serve only its own calls, and a warning says so.
+func (s *Server) agentPeers(advertise string, maxBytes int) {
+	if s.agents == nil || !s.sharedState() {
+		return
+	}
+	if advertise == "" && s.internalLn != nil {
+		advertise = reachableAddr(s.internalLn.Addr())
+		if advertise == "" {
+			s.log.Warn("the internal listener is bound to an unspecified address and server.internal.advertise is not set: "+
+				"the agents connected here serve only this replica's calls", "internal", s.internalLn.Addr().String())
+		}
+	}
+	err := s.agents.UsePeers(agentlink.Peers{Advertise: advertise, Store: s.kv,
+		Client: agentlink.NewGRPCPeerClient(maxBytes, peerTLS(s.tls.internal))})
+	if err != nil {
+		s.log.Error("the agents connected here serve only this replica's calls", "err", err)
+	}
+}
+
+// reachableAddr returns addr as other replicas dial it: "" when it is not a TCP address or
+// its IP is unspecified.
+func reachableAddr(addr net.Addr) string {
+	ap, err := netip.ParseAddrPort(addr.String())
+	if err != nil || ap.Addr().IsUnspecified() {
+		return ""
+	}
+	return ap.String()
+}
+
+// agentGauges sets the agent link's gauges: the agents connected and each one's
+// outstanding tasks; none without the agent link.
+func (s *Server) agentGauges(g *observability.Gauges) {
+	if s.agents == nil {
+		return
+	}
+	agents := s.agents.Agents()
+	g.AgentsConnected = len(agents)
+	g.AgentOutstanding = make(map[string]int, len(agents))
+	for _, a := range agents {
+		g.AgentOutstanding[a.ID] = a.Outstanding
+	}
+}
+
+// agentDetail is one connected agent in /readyz's body.
+type agentDetail struct {
+	ID          string   `json:"id"`
+	Version     string   `json:"version"`
+	Operators   []string `json:"operators"`
+	Outstanding int      `json:"outstanding"`
+	Limit       int      `json:"limit"`
+}
+
+// agentsDetail is /readyz's informational "agents" member: the agents connected to this
+// replica (an empty list when none is); nil without the agent link. Agents never change
+// readiness: a gateway without agents still serves every other target, and an agent on
+// another replica may serve the calls arriving here.
+func (s *Server) agentsDetail() map[string]any {
+	if s.agents == nil {
+		return nil
+	}
+	agents := s.agents.Agents()
+	list := make([]agentDetail, 0, len(agents))
+	for _, a := range agents {
+		list = append(list, agentDetail{ID: a.ID, Version: a.Version, Operators: a.Operators, Outstanding: a.Outstanding, Limit: a.Limit})
+	}
+	return map[string]any{"agents": list}
 }

@@ -23,6 +23,7 @@ func (s *Server) newGRPCFace(cfg grpcface.Config) *grpcface.Face {
 	if s.internalLn != nil {
 		addr = s.internalLn.Addr()
 	}
+	s.agentPeers(cfg.Advertise, cfg.MaxRecvBytes) // agentlink.go
 	return grpcface.New(grpcface.Params{Gateway: grpcGateway{s: s}, Config: cfg, Addr: addr, Peers: peers, Log: s.log,
 		TLS: serverConfig(s.tls.internal), PeerTLS: peerTLS(s.tls.internal), Services: s.grpcServices()}) // tls.go, agentlink.go
 }

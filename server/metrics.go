@@ -31,7 +31,8 @@ func protocolVersion(ctx context.Context, p gateway.Protocol) string {
 func (s *Server) gauges() observability.Gauges {
 	rt := s.acquire()
 	defer rt.release()
-	g := observability.Gauges{AdmissionLimit: -1, ApprovalsPending: -1}
+	g := observability.Gauges{AdmissionLimit: -1, ApprovalsPending: -1, AgentsConnected: -1}
+	s.agentGauges(&g) // agentlink.go
 	if b := rt.breakers; b != nil {
 		g.Breakers = make(map[string]int)
 		for _, st := range b.States() {

@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"time"
 
@@ -63,6 +64,7 @@ func (f *Face) serveReady(w http.ResponseWriter, r *http.Request) {
 		}
 		body["targets"] = detail
 	}
+	maps.Copy(body, h.Info) // informational: readiness is unchanged
 	switch ok, down := h.Ready(); {
 	case !ok:
 		body[statusKey], status = "not ready", http.StatusServiceUnavailable

@@ -125,6 +125,9 @@ type ratioDef struct {
 }
 
 var defs = []ratioDef{
+	{"Agent link: tasks/s through the gateway (JSON-RPC call → agent operator, 4 agents) ÷ the same agents driven directly over the agent link's gRPC stream",
+		agentDispatch + "/gateway", agentDispatch + "/direct", true,
+		"the HTTP front, pipeline, schema check and hub relative to a bare orchestrator (no auth, limits, heartbeats); same operator, same process placement"},
 	{"Gateway JSON-RPC calls/s ÷ minimal net/http JSON handler calls/s (subtract, HTTP/1.1, loopback)",
 		"server.BenchmarkEndToEnd/gateway", "server.BenchmarkEndToEnd/nethttp", true,
 		"1.0 is the ceiling: the same JSON work with no strictness, limits, pipeline or routing"},
@@ -268,11 +271,24 @@ var metricDefs = []metricRatio{
 		"target ≤ 0.5"},
 	{"Scale-out: Redis round trips per call (three replicas; rate limit + idempotency key)", "server.BenchmarkReplicas/redis_3", "redis-round-trips/call",
 		"every state operation is one command or one Lua script: one rate-limit decision, the idempotency lock, the record"},
+	{"Agent link at a fixed rate (open loop, 400 tasks/s, 4 agents): p50 latency through the gateway ÷ p50 driven directly", agentLatency, "gateway-p50/direct-p50",
+		"the gateway's share of a task's median latency; the added microseconds are the next rows"},
+	{"Agent link at a fixed rate: p99 latency through the gateway ÷ p99 driven directly", agentLatency, "gateway-p99/direct-p99",
+		"the tail the gateway adds"},
+	{"Agent link at a fixed rate: latency the gateway adds at p50", agentLatency, "added-p50-µs", "gateway p50 − direct p50, same run"},
+	{"Agent link at a fixed rate: latency the gateway adds at p99", agentLatency, "added-p99-µs", "gateway p99 − direct p99, same run"},
 	{"Idle WebSocket connection: the gateway's Go memory per connection (live heap + goroutine stacks, client in another process)", wsIdleBench, "B/idle-conn",
 		"issue #23 target ≤ 8192"},
 	{"Idle WebSocket connection ÷ an idle bare TCP connection held by net/http, Go memory", wsIdleBench, "ws/tcp",
 		"below 1.0: a WebSocket connection costs less than net/http's goroutine and buffers for an idle socket"},
 }
+
+// agentDispatch and agentLatency are the agent link's benchmarks: dispatched tasks through
+// the gateway and directly over the agent link, closed loop and at a fixed rate.
+const (
+	agentDispatch = "server.BenchmarkAgentDispatch"
+	agentLatency  = "server.BenchmarkAgentLatency"
+)
 
 // wsIdleBench is the benchmark that reports what an idle WebSocket connection costs.
 const wsIdleBench = "server.BenchmarkWSIdle"

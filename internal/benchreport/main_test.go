@@ -248,3 +248,28 @@ BenchmarkGRPCEndToEnd/gateway-2 	  100	  9000 ns/op	  20000 B/op	  260 allocs/op
 		t.Errorf("section without the benchmarks: %q", s)
 	}
 }
+
+// TestAgentRows: the agent link's throughput row is gateway tasks/s ÷ direct tasks/s, its
+// latency rows the medians of the ratios and added microseconds the benchmark reports.
+func TestAgentRows(t *testing.T) {
+	res, err := parse(strings.NewReader(`pkg: github.com/gatehouse-dev/gatehouse/server
+BenchmarkAgentDispatch/gateway-2         	   26064	     100000 ns/op
+BenchmarkAgentDispatch/direct-2          	   89324	     25000 ns/op
+BenchmarkAgentLatency-2                  	       1	3996823831 ns/op	       242.0 added-p50-µs	      2444 added-p99-µs	         2.456 gateway-p50/direct-p50	         3.329 gateway-p99/direct-p99
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := report(res, ratios(res), "x.svg")
+	for _, want := range []string{
+		"driven directly over the agent link's gRPC stream | 0.25 |",
+		"p50 latency through the gateway ÷ p50 driven directly | 2.46 |",
+		"p99 latency through the gateway ÷ p99 driven directly | 3.33 |",
+		"latency the gateway adds at p50 | 242 added-p50-µs |",
+		"latency the gateway adds at p99 | 2444 added-p99-µs |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}

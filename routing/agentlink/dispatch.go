@@ -10,6 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/routing/hoptrace"
+	"go.opentelemetry.io/otel/attribute"
+	otelcodes "go.opentelemetry.io/otel/codes"
+
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 	agentlinkv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/agentlink/v1"
@@ -94,6 +98,18 @@ func (t *task) finish(o *Outcome, err error) bool {
 // when the caller gives up first (the agent is then sent TaskCancel). Dispatch never
 // retries.
 func (h *Hub) Dispatch(ctx context.Context, t Task) (*Outcome, error) {
+	return h.dispatch(ctx, t, true)
+}
+
+// dispatchLocal is Dispatch on this replica's agents only (a task another replica
+// forwarded).
+func (h *Hub) dispatchLocal(ctx context.Context, t Task) (*Outcome, error) {
+	return h.dispatch(ctx, t, false)
+}
+
+// dispatch is Dispatch; a task of an operator no local agent offers is forwarded to
+// another replica's agents when remote is set and the hub has peers (peer.go).
+func (h *Hub) dispatch(ctx context.Context, t Task, remote bool) (*Outcome, error) {
 	in := t.Input
 	if len(in) == 0 {
 		in = json.RawMessage(`{}`)
@@ -101,6 +117,9 @@ func (h *Hub) Dispatch(ctx context.Context, t Task) (*Outcome, error) {
 	a, spec := h.pick(t.Operator, t.AffinityKey)
 	switch {
 	case spec == nil:
+		if pr := h.peering(); remote && pr != nil {
+			return h.forward(ctx, pr, t, in)
+		}
 		return nil, errNoAgent(t.Operator)
 	case a == nil:
 		if err := spec.inSchema.Check(in, maxInputErrors); err != nil {
@@ -118,9 +137,32 @@ func (h *Hub) Dispatch(ctx context.Context, t Task) (*Outcome, error) {
 	return h.runTask(ctx, a, spec, t, in)
 }
 
-// runTask dispatches t, its input checked, on a (a slot reserved) and waits for its outcome.
+// runTask dispatches t, its input checked, on a (a slot reserved) and waits for its
+// outcome. When the call is traced the task is a span under the call's ("agentlink.dispatch":
+// operator, agent, task id, outcome); the observer counts its outcome.
 func (h *Hub) runTask(ctx context.Context, a *agent, spec *operatorSpec, t Task, in json.RawMessage) (*Outcome, error) {
-	tk := &task{id: t.JobID + "/" + strconv.FormatUint(h.seq.Add(1), 10), job: t.JobID, op: t.Operator, agent: a, spec: spec,
+	id := t.JobID + "/" + strconv.FormatUint(h.seq.Add(1), 10)
+	ctx, span := dispatchTracer.Start(ctx, "agentlink.dispatch", attribute.String("gatehouse.agent.operator", t.Operator),
+		attribute.String("gatehouse.agent.id", a.id), attribute.String("gatehouse.agent.task_id", id))
+	out, err := h.await(ctx, a, spec, t, in, id)
+	outcome := outcomeOf(err)
+	h.obs.AgentTaskDone(t.Operator, outcome)
+	if span != nil {
+		span.SetAttributes(attribute.String("gatehouse.agent.outcome", outcome))
+		if err != nil {
+			span.SetStatus(otelcodes.Error, gateway.AsError(err).Message())
+		}
+		span.End()
+	}
+	return out, err
+}
+
+// dispatchTracer starts the spans of dispatched and forwarded tasks.
+var dispatchTracer = hoptrace.New("github.com/gatehouse-dev/gatehouse/routing/agentlink")
+
+// await is runTask's dispatch and wait, for the task id.
+func (h *Hub) await(ctx context.Context, a *agent, spec *operatorSpec, t Task, in json.RawMessage, id string) (*Outcome, error) {
+	tk := &task{id: id, job: t.JobID, op: t.Operator, agent: a, spec: spec,
 		progress: t.Progress, done: make(chan struct{})}
 	timeout := h.timeout(ctx, t.Timeout)
 	msg, err := h.dispatchMessage(ctx, tk, t, in, timeout)

@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -279,3 +283,17 @@ func echoInput(s string) json.RawMessage {
 	b, _ := json.Marshal(map[string]string{"text": s})
 	return b
 }
+
+// gateway0 is err's gateway code, 0 for nil.
+func gateway0(err error) schemas.Code {
+	if err == nil {
+		return 0
+	}
+	return gateway.AsError(err).Code()
+}
+
+func forwardRequest(secret []byte) *gatehousev1.DispatchTaskRequest {
+	return &gatehousev1.DispatchTaskRequest{Secret: secret, Operator: "echo", InputJson: []byte(`{"text":"hi"}`)}
+}
+
+func isPermissionDenied(err error) bool { return status.Code(err) == codes.PermissionDenied }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/schemas"
 	agentlinkv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/agentlink/v1"
 )
 
@@ -25,11 +26,13 @@ type Hub struct {
 	now   func() time.Time
 	urls  DataURLs
 	watch func(p gateway.Principal, end func(error)) (stop func())
+	obs   Observer
 
 	mu     sync.RWMutex
 	agents map[string]*agent     // by agent id; guarded by mu
 	ops    map[string]*operators // by operator id; guarded by mu
 	closed bool                  // guarded by mu
+	peers  *peering              // other replicas (UsePeers); guarded by mu
 
 	gen     atomic.Uint64 // changes whenever the operators offered change
 	seq     atomic.Uint64 // task and session counter
@@ -60,7 +63,56 @@ type Options struct {
 	// disconnected when its credential expires (Principal.Expires) and revocation is not
 	// followed.
 	Watch func(p gateway.Principal, end func(error)) (stop func())
+	// Observer, when set, is told of every task's outcome and every gap between an
+	// agent's messages (the server passes its metrics).
+	Observer Observer
 }
+
+// Observer receives the agent link's measurements. Its methods must be quick and safe for
+// concurrent use.
+type Observer interface {
+	// AgentTaskDone is called once per task dispatched to an agent of this hub, with its
+	// operator and outcome: OutcomeOK, OutcomeRejected, OutcomeFailed, OutcomeTimeout,
+	// OutcomeGone or OutcomeCancelled.
+	AgentTaskDone(operator, outcome string)
+	// AgentHeartbeatGap is called with the time between two messages of a connected agent,
+	// and with the silence that ends a connection.
+	AgentHeartbeatGap(d time.Duration)
+}
+
+// Outcomes of a dispatched task, as Observer and the dispatch span name them.
+const (
+	OutcomeOK        = "ok"
+	OutcomeRejected  = "rejected"
+	OutcomeFailed    = "failed"
+	OutcomeTimeout   = "timeout"
+	OutcomeGone      = "gone"
+	OutcomeCancelled = "cancelled" // the caller gave up, or the task could not be sent
+)
+
+// outcomeOf names err's outcome.
+func outcomeOf(err error) string {
+	if err == nil {
+		return OutcomeOK
+	}
+	switch gateway.AsError(err).Code() {
+	case schemas.CodeAgentRejected:
+		return OutcomeRejected
+	case schemas.CodeAgentTaskFailed:
+		return OutcomeFailed
+	case schemas.CodeAgentTimeout:
+		return OutcomeTimeout
+	case schemas.CodeAgentGone:
+		return OutcomeGone
+	}
+	return OutcomeCancelled
+}
+
+// nopObserver observes nothing.
+type nopObserver struct{}
+
+func (nopObserver) AgentTaskDone(string, string)    {}
+func (nopObserver) AgentHeartbeatGap(time.Duration) {}
 
 // New returns a hub for cfg (validated, defaults applied).
 func New(cfg Config, opts Options) (*Hub, error) {
@@ -73,7 +125,10 @@ func New(cfg Config, opts Options) (*Hub, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	h := &Hub{cfg: cfg.WithDefaults(), log: opts.Logger, now: opts.Now, urls: opts.DataURLs, watch: opts.Watch,
+	if opts.Observer == nil {
+		opts.Observer = nopObserver{}
+	}
+	h := &Hub{cfg: cfg.WithDefaults(), log: opts.Logger, now: opts.Now, urls: opts.DataURLs, watch: opts.Watch, obs: opts.Observer,
 		agents: make(map[string]*agent), ops: make(map[string]*operators)}
 	h.started = h.now()
 	return h, nil
@@ -204,6 +259,7 @@ func (h *Hub) register(a *agent) error {
 		o.agents = append(o.agents, a)
 	}
 	h.gen.Add(1)
+	h.pokeLocked()
 	return nil
 }
 
@@ -244,6 +300,7 @@ func (h *Hub) unregister(a *agent) {
 		}
 	}
 	h.gen.Add(1)
+	h.pokeLocked()
 }
 
 // pick chooses an agent for a task of operator op and reserves one of its task slots: by
@@ -315,14 +372,23 @@ func score(key, id string) uint64 {
 // new ones. It returns at once; the connections end as their streams do.
 func (h *Hub) Close() error {
 	h.mu.Lock()
+	wasClosed := h.closed
 	h.closed = true
 	agents := make([]*agent, 0, len(h.agents))
 	for _, a := range h.agents {
 		agents = append(agents, a)
 	}
+	pr := h.peers
 	h.mu.Unlock()
 	for _, a := range agents {
 		a.kick("the gateway is shutting down")
+	}
+	if pr != nil && !wasClosed {
+		close(pr.stop) // the registry loop drops this replica's entries
+		<-pr.done
+		if c, ok := pr.Client.(interface{ Close() error }); ok {
+			return c.Close()
+		}
 	}
 	return nil
 }

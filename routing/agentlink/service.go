@@ -27,6 +27,7 @@ type Authenticate = func(ctx context.Context) (gateway.Principal, gateway.Creden
 // connecting agent. It is how the internal gRPC face serves the hub.
 func (h *Hub) RegisterGRPC(s grpc.ServiceRegistrar, authn func(ctx context.Context) (gateway.Principal, gateway.Credentials, error)) {
 	agentlinkv1.RegisterAgentLinkServiceServer(s, &service{hub: h, authn: authn})
+	h.registerPeerService(s)
 }
 
 type service struct {
@@ -229,6 +230,7 @@ func (h *Hub) loop(ctx context.Context, in <-chan inbound, a *agent, p gateway.P
 	}
 	bucket := newBucket(h.cfg.MaxMessagesPerSecond, h.now())
 	var seq uint64
+	last := h.now() // the agent's last message
 	for {
 		select {
 		case r := <-in:
@@ -239,6 +241,9 @@ func (h *Hub) loop(ctx context.Context, in <-chan inbound, a *agent, p gateway.P
 				return "the stream failed: " + status.Convert(r.err).Message(), codes.Unavailable
 			}
 			silence.Reset(k)
+			now := h.now()
+			h.obs.AgentHeartbeatGap(now.Sub(last))
+			last = now
 			if !bucket.take(h.now()) {
 				return fmt.Sprintf("more than %d messages per second (agents.max_messages_per_second)", h.cfg.MaxMessagesPerSecond), codes.ResourceExhausted
 			}
@@ -254,6 +259,7 @@ func (h *Hub) loop(ctx context.Context, in <-chan inbound, a *agent, p gateway.P
 			default: // the queue is full: the agent is not reading; its silence will tell
 			}
 		case <-silence.C:
+			h.obs.AgentHeartbeatGap(h.now().Sub(last))
 			h.log.Warn("agent silent; its tasks fail", "agent", a.id, "session", a.session, "missed_heartbeats", h.cfg.MissedHeartbeats)
 			return fmt.Sprintf("no message for %d heartbeat intervals (%s)", h.cfg.MissedHeartbeats, k), codes.DeadlineExceeded
 		case <-expiry:

@@ -65,12 +65,16 @@ func (t *Target) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Resul
 	}
 	task.Progress = gateway.ProgressFrom(ctx)
 	if k > 1 {
-		return t.invokeRedundant(ctx, task, k)
+		return t.invokeRedundant(ctx, call, task, k)
 	}
 	out, err := t.hub.Dispatch(ctx, task)
 	if err != nil {
+		if agent, ok := gateway.AsError(err).Data()["agent"].(string); ok {
+			call.ServedBy = agent
+		}
 		return nil, err
 	}
+	call.ServedBy = out.Agent
 	v, err := json.Marshal(out)
 	if err != nil {
 		return nil, gateway.NewError(schemas.CodeInternal).Wrap(err)
@@ -159,7 +163,7 @@ func mayHoldReserved(in []byte) bool {
 
 // invokeRedundant runs task on k agents and returns {job_id, runs: [{agent, task_id,
 // output, …} | {agent, error: {code, message, data}}]}.
-func (t *Target) invokeRedundant(ctx context.Context, task Task, k int) (*gateway.Result, error) {
+func (t *Target) invokeRedundant(ctx context.Context, call *gateway.Call, task Task, k int) (*gateway.Result, error) {
 	if task.JobID == "" {
 		task.JobID = newJobID()
 	}
@@ -181,7 +185,9 @@ func (t *Target) invokeRedundant(ctx context.Context, task Task, k int) (*gatewa
 		JobID string `json:"job_id"`
 		Runs  []run  `json:"runs"`
 	}{JobID: task.JobID}
+	agents := make([]string, 0, len(runs))
 	for _, r := range runs {
+		agents = append(agents, r.Agent)
 		x := run{Outcome: r.Outcome, Agent: r.Agent}
 		if r.Err != nil {
 			ge := gateway.AsError(r.Err)
@@ -189,6 +195,8 @@ func (t *Target) invokeRedundant(ctx context.Context, task Task, k int) (*gatewa
 		}
 		out.Runs = append(out.Runs, x)
 	}
+	call.ServedBy = strings.Join(agents, ",")
+	call.ServedBy = strings.Join(agents, ",")
 	v, err := json.Marshal(out)
 	if err != nil {
 		return nil, gateway.NewError(schemas.CodeInternal).Wrap(err)
