@@ -109,6 +109,7 @@ func (rt *runtime) routeOpenRPC() error {
 	servers := openRPCServers(rt.cfg)
 	t := &openRPCTarget{vis: rt.visibility, routes: rt.table, gen: openrpc.New(openrpc.Params{
 		Catalog: catalog, Builtins: builtins, Version: buildVersion(), Servers: servers, Common: commonErrors(rt.cfg),
+		CacheSize: rt.cfg.OpenRPC.CacheSize,
 	})}
 	if err := rt.table.Add(openrpc.MethodDiscover, t); err != nil {
 		return err

@@ -32,7 +32,7 @@
 // # Cache
 //
 // A Generator keeps the documents it wrote by catalog version and by the set of methods
-// the caller sees (a hash of the hidden names), at most Params.CacheSize of them; a
+// the caller sees (a hash of the hidden names), at most Params.CacheSize of them (openrpc.cache_size); a
 // catalog change empties it. A repeated rpc.discover costs one visibility decision per
 // method and a map lookup.
 package openrpc

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -64,7 +65,7 @@ type Params struct {
 	// Common are the codes every method can answer (the gateway's stages'); nil takes
 	// DefaultCommon.
 	Common []schemas.Code
-	// CacheSize bounds the documents kept (0: DefaultCacheSize).
+	// CacheSize bounds the documents kept (0: DefaultCacheSize; Config.cache_size).
 	CacheSize int
 }
 
@@ -210,4 +211,28 @@ func kindErrors(k capability.Kind) []schemas.Code {
 	default:
 		return nil
 	}
+}
+
+// Config is the openrpc section of the configuration file (docs/configuration.md).
+type Config struct {
+	// CacheSize bounds the documents kept per configuration, one per view (default
+	// DefaultCacheSize, at most MaxCacheSize).
+	CacheSize int `yaml:"cache_size" json:"cache_size,omitempty"`
+}
+
+// MaxCacheSize is the largest cache_size accepted.
+const MaxCacheSize = 100000
+
+// WithDefaults returns c with an unset cache size at its default.
+func (c Config) WithDefaults() Config {
+	c.CacheSize = cmp.Or(c.CacheSize, DefaultCacheSize)
+	return c
+}
+
+// Validate checks the cache size: 0 (the default) to MaxCacheSize.
+func (c Config) Validate() error {
+	if c.CacheSize < 0 || c.CacheSize > MaxCacheSize {
+		return fmt.Errorf("cache_size: must be between 1 and %d", MaxCacheSize)
+	}
+	return nil
 }

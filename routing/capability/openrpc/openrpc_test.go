@@ -287,3 +287,26 @@ func BenchmarkDocumentRepeat(b *testing.B) {
 		g.Document(v)
 	}
 }
+
+func TestConfig(t *testing.T) {
+	tests := []struct {
+		size, want int
+		ok         bool
+	}{
+		{0, openrpc.DefaultCacheSize, true},
+		{1, 1, true},
+		{openrpc.MaxCacheSize, openrpc.MaxCacheSize, true},
+		{-1, 0, false},
+		{openrpc.MaxCacheSize + 1, 0, false},
+	}
+	for _, tt := range tests {
+		c := openrpc.Config{CacheSize: tt.size}
+		err := c.Validate()
+		if (err == nil) != tt.ok {
+			t.Errorf("cache_size %d: Validate = %v, want ok %v", tt.size, err, tt.ok)
+		}
+		if got := c.WithDefaults().CacheSize; tt.ok && got != tt.want {
+			t.Errorf("cache_size %d: with defaults %d, want %d", tt.size, got, tt.want)
+		}
+	}
+}
