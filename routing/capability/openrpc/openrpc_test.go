@@ -279,12 +279,29 @@ func TestCache(t *testing.T) {
 	}
 }
 
+// BenchmarkDocumentRepeat is a repeated rpc.discover of one view: answered from the cache.
 func BenchmarkDocumentRepeat(b *testing.B) {
 	g := openrpc.New(openrpc.Params{Catalog: fixture(b), Builtins: openrpc.NEKTEMethods()})
 	v := openrpc.View{Capability: func(capability.Capability) bool { return true }, Method: func(string) bool { return true }}
 	b.ReportAllocs()
 	for b.Loop() {
 		g.Document(v)
+	}
+}
+
+// BenchmarkDocumentWrite writes the document on every call: two views alternate in a cache
+// of one, so each misses. The baseline of BenchmarkDocumentRepeat.
+func BenchmarkDocumentWrite(b *testing.B) {
+	g := openrpc.New(openrpc.Params{Catalog: fixture(b), Builtins: openrpc.NEKTEMethods(), CacheSize: 1})
+	views := []openrpc.View{
+		{Capability: func(capability.Capability) bool { return true }, Method: func(string) bool { return true }},
+		{Capability: func(capability.Capability) bool { return true }, Method: func(m string) bool { return m != "nekte.verify" }},
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		g.Document(views[i%2])
+		i++
 	}
 }
 
