@@ -33,8 +33,8 @@ func NEKTEMethods() []Method {
 	return []Method{
 		{Name: "nekte.discover", Category: nekteCategory,
 			Description: "Lists the capabilities the caller may invoke, at level 0 ({id, cat, h}), 1 (with desc and cost) or 2 (with input and output schemas and examples), filtered, ranked and paged.",
-			Params: obj(`"level":{"enum":[0,1,2]},"filter":{"type":"object","properties":{"category":{"type":"string"},"id":{"type":"string"},"query":{"type":"string"},"top_k":{"type":"integer","minimum":0},"threshold":{"type":"number","minimum":0,"maximum":1}}},`+
-				`"cursor":{"type":"string","maxLength":128},"limit":{"type":"integer","minimum":0},"shape":{"enum":["standard","compact"]}`, "level"),
+			Params: obj(`"level":{"enum":[0,1,2]},"filter":{"type":"object","properties":{"category":{"type":"string"},"id":{"type":"string"},"query":{"type":"string"},"top_k":{"type":"integer","minimum":0},"threshold":{"type":"number","minimum":0,"maximum":1}}},` +
+				`"cursor":{"type":"string","maxLength":128},"limit":{"type":"integer","minimum":0},"shape":{"enum":["standard","compact"]}`),
 			Result: json.RawMessage(`{"type":"object","properties":{"agent":{"type":"string"},"v":{"type":"string"},"caps":{},"next_cursor":{"type":"string"}},"required":["agent","v","caps"]}`)},
 		{Name: "nekte.invoke", Category: nekteCategory,
 			Description: "Runs a capability on an input and answers its result at the level the budget allows. A stale version hash h answers VERSION_MISMATCH with the current schema.",
@@ -43,8 +43,8 @@ func NEKTEMethods() []Method {
 			Errors:      []schemas.Code{schemas.CodeVersionMismatch, schemas.CodeCapabilityNotFound, schemas.CodeBudgetExceeded, schemas.CodePayloadTooLarge}},
 		{Name: "nekte.delegate", Category: nekteCategory,
 			Description: "Runs a capability as a task and answers its events. Without task.cap the capability best matching task.desc runs.",
-			Params: obj(`"task":{"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":64},"desc":{"type":"string"},"timeout_ms":{"type":"integer","minimum":0},`+
-				`"budget":`+budgetSchema+`,"cap":{"type":"string"},"in":{}},"required":["id","desc"]},"context":`+envelopeSchema, "task"),
+			Params: obj(`"task":{"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":64},"desc":{"type":"string","description":"What to do; without cap, the capability best matching it runs."},"timeout_ms":{"type":"integer","minimum":0},`+
+				`"budget":`+budgetSchema+`,"cap":{"type":"string","maxLength":64},"in":{}},"required":["id"]},"context":`+envelopeSchema, "task"),
 			Result: json.RawMessage(taskEventsSchema),
 			Errors: []schemas.Code{schemas.CodeCapabilityNotFound, schemas.CodeContextExpired, schemas.CodeContextPermissionDenied, schemas.CodeTaskTimeout, schemas.CodeTaskFailed}},
 		{Name: "nekte.context", Category: nekteCategory,
