@@ -24,6 +24,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/resilience"
 	"github.com/gatehouse-dev/gatehouse/routing"
 	"github.com/gatehouse-dev/gatehouse/routing/agentlink"
+	"github.com/gatehouse-dev/gatehouse/routing/capability/openrpc"
 	"github.com/gatehouse-dev/gatehouse/routing/nekte"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 	"github.com/gatehouse-dev/gatehouse/state"
@@ -49,6 +50,9 @@ type Config struct {
 	// SSE bounds the event streams of the boundary's JSON-RPC face (stream.go); it always
 	// applies, with defaults when absent.
 	SSE httprpc.SSEConfig `yaml:"sse" json:"sse"`
+	// OpenRPC bounds the OpenRPC documents of rpc.discover and GET /openrpc.json
+	// (routing/capability/openrpc); it always applies, with defaults when absent.
+	OpenRPC openrpc.Config `yaml:"openrpc" json:"openrpc"`
 	// Policy is the authorization policy (auth/policy); absent, the policy stage is not in
 	// the chain.
 	Policy *policy.Config `yaml:"policy" json:"policy,omitempty"`
@@ -231,6 +235,7 @@ func (c *Config) applyDefaults() {
 		c.WebSocket = &w
 	}
 	c.SSE = c.SSE.WithDefaults()
+	c.OpenRPC = c.OpenRPC.WithDefaults()
 	c.Deadline = c.Deadline.WithDefaults()
 	c.Approvals = c.Approvals.WithDefaults()
 }
@@ -300,6 +305,9 @@ func (c *Config) validate(doc *loader.Document) (compiled, loader.ErrorList) {
 	}
 	if err := c.Auth.Validate(); err != nil {
 		bad("auth", "%v", err)
+	}
+	if err := c.OpenRPC.Validate(); err != nil {
+		bad("openrpc", "%v", err)
 	}
 	var parts compiled
 	if c.Policy != nil {

@@ -172,6 +172,8 @@ func TestConfigErrors(t *testing.T) {
 		{"default past max", "deadline: {default: 10m, max: 1m}\n", []string{"test.yaml:1:", "default (10m0s) is longer than max (1m0s)"}},
 		{"epsilon not below default", "deadline: {default: 1s, min_remaining: 1s}\n", []string{"min_remaining"}},
 		{"bad address", "server: {boundary: {addr: \"nohost:99999x\"}}\n", []string{"test.yaml:1:"}},
+		{"openrpc cache past its bound", "openrpc: {cache_size: 100001}\n", []string{"test.yaml:1:", "cache_size"}},
+		{"negative openrpc cache", "openrpc: {cache_size: -1}\n", []string{"test.yaml:1:", "cache_size"}},
 		{"undefined env var", "server: {boundary: {addr: \"${GH_NOPE}\"}}\n", []string{"test.yaml:1:", "GH_NOPE"}},
 	}
 	for _, tt := range tests {

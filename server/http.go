@@ -8,11 +8,14 @@ import (
 	"github.com/gatehouse-dev/gatehouse/state/blob"
 )
 
+// wsPath is where the boundary serves JSON-RPC over WebSocket.
+const wsPath = "/ws"
+
 // boundaryHandler returns the HTTP handler of the boundary listener: the JSON-RPC face's
 // router (faces/httprpc), with the other faces' routes mounted on it.
 func (s *Server) boundaryHandler() http.Handler {
 	return s.counted(s.http.Boundary(
-		httprpc.Route{Method: http.MethodGet, Path: "/ws", Handler: s.ws},
+		httprpc.Route{Method: http.MethodGet, Path: wsPath, Handler: s.ws},
 		httprpc.Route{Path: mcpface.Path, Handler: http.HandlerFunc(s.mcp.Serve)}, // s.mcp nil: 404
 		httprpc.Route{Method: http.MethodGet, Path: mcpface.ProtectedResourcePath, Handler: http.HandlerFunc(s.mcp.ServeProtectedResource)},
 		httprpc.Route{Method: http.MethodGet, Path: mcpface.ProtectedResourcePath + mcpface.Path, Handler: http.HandlerFunc(s.mcp.ServeProtectedResource)},

@@ -46,6 +46,8 @@ type runtime struct {
 	// nekte routes the nekte.* methods of this configuration, with its capability catalog;
 	// nil when NEKTE is off.
 	nekte *nekte.Route
+	// openrpc answers rpc.discover and GET /openrpc.json (openrpc.go).
+	openrpc *openRPCTarget
 	// pipe is the faces' entry into this configuration (newPipeline), made once the
 	// tracer is known.
 	pipe *faces.Pipeline
@@ -146,6 +148,9 @@ func buildRuntime(cfg *Config, pre *compiled, p process, prev *runtime) (*runtim
 		now:        now,
 	}
 	if err := rt.routeNekte(p.nekte); err != nil {
+		return nil, errors.Join(err, table.Close(), authn.Close())
+	}
+	if err := rt.routeOpenRPC(); err != nil { // openrpc.go
 		return nil, errors.Join(err, table.Close(), authn.Close())
 	}
 	routes.Bind(rt.runForUpstream) // routed sampling and elicitation methods run in this configuration

@@ -21,6 +21,8 @@ type Runtime interface {
 	HTTP() Settings
 	// AgentCard returns the provider of the NEKTE agent card, nil when NEKTE is off.
 	AgentCard() CardProvider
+	// OpenRPC returns the provider of the OpenRPC document, nil when there is none.
+	OpenRPC() OpenRPCProvider
 }
 
 // CardProvider writes the NEKTE agent card, JSON, for the endpoint a request was addressed

@@ -23,9 +23,9 @@ type Route struct {
 }
 
 // Boundary returns the handler of the boundary listener: this face's routes (POST /rpc, the
-// agent card, the JWKS) and routes, each other face's, behind one router that answers an
-// unknown path or method with a JSON-RPC error and turns a panic outside a call into an
-// internal error.
+// agent card, the OpenRPC document, the JWKS) and routes, each other face's, behind one
+// router that answers an unknown path or method with a JSON-RPC error and turns a panic
+// outside a call into an internal error.
 func (f *Face) Boundary(routes ...Route) http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
@@ -35,6 +35,7 @@ func (f *Face) Boundary(routes ...Route) http.Handler {
 	e.POST(RPCPath, f.serveRPC)
 	e.GET(nekte.CardPath, f.serveAgentCard)
 	e.GET(RPCPath+nekte.CardPath, f.serveAgentCard)
+	e.GET(OpenRPCPath, f.serveOpenRPC)
 	for _, r := range routes {
 		h := gin.WrapH(r.Handler)
 		if r.Method == "" {

@@ -122,9 +122,16 @@ func (t *Target) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Resul
 	return gateway.NewResult(res), nil
 }
 
+// Direct reports whether a caller in zone over proto may call tools directly as methods
+// (see Target), as a call that is not the capability layer's: the OpenRPC document lists
+// the tools only to such callers.
+func (t *Target) Direct(zone gateway.TrustZone, proto gateway.Protocol) bool {
+	return proto == gateway.ProtocolMCP || t.direct.has(zone)
+}
+
 // permit refuses a direct call from a zone that may not make one (see Target).
 func (t *Target) permit(call *gateway.Call) error {
-	if call.Protocol == gateway.ProtocolMCP || call.Capability != "" || t.direct.has(call.Zone) {
+	if call.Capability != "" || t.Direct(call.Zone, call.Protocol) {
 		return nil
 	}
 	return gateway.Errorf(schemas.CodeAuthorization,
