@@ -22,8 +22,11 @@ func (s *Server) startAgents(cfg *Config) error {
 	if cfg.Agents == nil {
 		return nil
 	}
-	h, err := agentlink.New(*cfg.Agents, agentlink.Options{Logger: s.log.With("component", "agentlink"), Now: s.opts.Now,
-		Watch: s.watchAgent})
+	opts := agentlink.Options{Logger: s.log.With("component", "agentlink"), Now: s.opts.Now, Watch: s.watchAgent}
+	if refs := s.BlobRefs(); refs != nil { // the blobs section: DataRefs become signed URLs
+		opts.DataURLs = agentlink.NewBlobURLs(refs, cfg.Agents.AllowExternalDataRefs)
+	}
+	h, err := agentlink.New(*cfg.Agents, opts)
 	if err != nil {
 		return err
 	}
