@@ -23,8 +23,8 @@ func (s *Server) startAgents(cfg *Config) error {
 		return nil
 	}
 	opts := agentlink.Options{Logger: s.log.With("component", "agentlink"), Now: s.opts.Now, Watch: s.watchAgent}
-	if refs := s.BlobRefs(); refs != nil { // the blobs section: DataRefs become signed URLs
-		opts.DataURLs = agentlink.NewBlobURLs(refs, cfg.Agents.AllowExternalDataRefs)
+	if cfg.Blobs != nil { // DataRefs become signed URLs, issued once the boundary is bound
+		opts.DataURLs = agentlink.NewBlobURLs(s.BlobRefs, cfg.Agents.AllowExternalDataRefs)
 	}
 	h, err := agentlink.New(*cfg.Agents, opts)
 	if err != nil {

@@ -22,15 +22,17 @@ var ErrExternalRef = errors.New("agentlink: only blob: data refs are accepted (a
 // output to. Any other URI is refused unless AllowExternal, in which case it travels
 // untouched. It is safe for concurrent use.
 type BlobURLs struct {
-	refs          *blob.Refs
+	refs          func() *blob.Refs
 	allowExternal bool
 }
 
 var _ DataURLs = (*BlobURLs)(nil)
 
-// NewBlobURLs returns the DataURLs of refs; allowExternal lets DataRefs other than blob:
+// NewBlobURLs returns the DataURLs of the Refs refs returns when a URL is asked for (the
+// server knows them once its boundary listener is bound; nil: no URL can be issued and a
+// task with DataRefs fails with UNAVAILABLE); allowExternal lets DataRefs other than blob:
 // refs through untouched (agents.allow_external_data_refs).
-func NewBlobURLs(refs *blob.Refs, allowExternal bool) *BlobURLs {
+func NewBlobURLs(refs func() *blob.Refs, allowExternal bool) *BlobURLs {
 	return &BlobURLs{refs: refs, allowExternal: allowExternal}
 }
 
@@ -57,10 +59,17 @@ func (b *BlobURLs) Fetch(ctx context.Context, ref DataRef, task, agent string) (
 	return "", err
 }
 
+// errNoRefs fails a DataRef while the blob store issues no URL.
+var errNoRefs = gateway.Errorf(schemas.CodeUnavailable, "The blob store issues no URLs")
+
 // fetch grants the read of ref's range.
 func (b *BlobURLs) fetch(ctx context.Context, ref DataRef, task, agent string) (string, error) {
+	refs := b.refs()
+	if refs == nil {
+		return "", errNoRefs
+	}
 	if ref.Offset == 0 && ref.Length == 0 {
-		return b.refs.Fetch(ctx, ref.URI, task, agent)
+		return refs.Fetch(ctx, ref.URI, task, agent)
 	}
 	if ref.Offset > 1<<62 || ref.Length > 1<<62 {
 		return "", blob.ErrRange
@@ -71,7 +80,7 @@ func (b *BlobURLs) fetch(ctx context.Context, ref DataRef, task, agent string) (
 		if err != nil {
 			return "", err
 		}
-		info, err := b.refs.Store().Stat(ctx, key)
+		info, err := refs.Store().Stat(ctx, key)
 		if err != nil {
 			return "", err
 		}
@@ -80,7 +89,7 @@ func (b *BlobURLs) fetch(ctx context.Context, ref DataRef, task, agent string) (
 		}
 		n = info.Size - off
 	}
-	return b.refs.FetchRange(ctx, ref.URI, task, agent, off, n)
+	return refs.FetchRange(ctx, ref.URI, task, agent, off, n)
 }
 
 // refError is the caller's error for a DataRef that cannot be resolved.
@@ -91,5 +100,9 @@ func refError(ref DataRef, reason string, cause error) *gateway.Error {
 // Upload returns the URL agent may PUT one output of task to, at most maxBytes (0: the
 // store's limit), and the blob: ref the output is known by.
 func (b *BlobURLs) Upload(ctx context.Context, task, agent string, maxBytes int64) (string, string, error) {
-	return b.refs.Upload(ctx, task, agent, maxBytes)
+	refs := b.refs()
+	if refs == nil {
+		return "", "", errNoRefs
+	}
+	return refs.Upload(ctx, task, agent, maxBytes)
 }

@@ -34,7 +34,7 @@ func blobURLs(t *testing.T, allowExternal bool) (*agentlink.BlobURLs, *blob.Sign
 	if err != nil {
 		t.Fatal(err)
 	}
-	return agentlink.NewBlobURLs(refs, allowExternal), signer
+	return agentlink.NewBlobURLs(func() *blob.Refs { return refs }, allowExternal), signer
 }
 
 func TestBlobURLsFetch(t *testing.T) {
@@ -92,6 +92,17 @@ func TestBlobURLsFetch(t *testing.T) {
 				t.Errorf("grant %+v; want task-1, agent-1, offset %d, length %d", g, tt.wantOff, tt.wantLen)
 			}
 		})
+	}
+}
+
+func TestBlobURLsWithoutRefs(t *testing.T) {
+	t.Parallel()
+	b := agentlink.NewBlobURLs(func() *blob.Refs { return nil }, false)
+	if _, err := b.Fetch(t.Context(), agentlink.DataRef{URI: "blob:in/data"}, "t", "a"); gateway.AsError(err).Code() != schemas.CodeUnavailable {
+		t.Errorf("Fetch without refs: %v", err)
+	}
+	if _, _, err := b.Upload(t.Context(), "t", "a", 0); gateway.AsError(err).Code() != schemas.CodeUnavailable {
+		t.Errorf("Upload without refs: %v", err)
 	}
 }
 
