@@ -3,7 +3,6 @@ package mcpface
 import (
 	"context"
 	"encoding/json"
-	"maps"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -11,7 +10,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
-	"github.com/gatehouse-dev/gatehouse/routing"
 	"github.com/gatehouse-dev/gatehouse/routing/agentlink"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
@@ -24,16 +22,6 @@ import (
 // limits, the agent target) on mcp-go's path, never the fast path. The list follows the
 // connected agents: it is rebuilt, and list_changed sent, when a client lists or calls a
 // tool after the operators offered have changed. A bridged tool of the same name wins.
-
-// agentTargetOf returns the agent link's target among table's, nil when there is none.
-func agentTargetOf(table *routing.Table) *agentlink.Target {
-	for _, t := range table.Targets() {
-		if a, ok := t.(*agentlink.Target); ok {
-			return a
-		}
-	}
-	return nil
-}
 
 // setTools publishes the bridged tools the last publish built and the agents' operators
 // as they are now. f.toolsMu is held.
@@ -120,14 +108,7 @@ func (f *Face) callAgentTool(method string) mcpserver.ToolHandlerFunc {
 				}
 				return nil, out.Err
 			}
-			data := maps.Clone(out.Err.Data())
-			if data == nil {
-				data = map[string]any{}
-			}
-			if out.TraceID != "" {
-				data["trace_id"] = out.TraceID
-			}
-			text, _ := json.Marshal(map[string]any{"error": map[string]any{"code": out.Err.Code(), "message": out.Err.Message(), "data": data}})
+			text, _ := json.Marshal(map[string]any{"error": errorObject(out.Err, out.TraceID)})
 			return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(text))}, IsError: true}, nil
 		}
 		res := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(out.Result))}}

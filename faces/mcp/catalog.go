@@ -14,7 +14,7 @@ import (
 func (f *Face) Sync() {
 	rt := f.gw.Acquire()
 	target := rt.Table().MCP()
-	agents := agentTargetOf(rt.Table())
+	agents := rt.Table().Agents()
 	rt.Release()
 	f.mu.Lock()
 	defer f.mu.Unlock()
