@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/demo"
+	"github.com/gatehouse-dev/gatehouse/internal/testproc"
 	agentlinkv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/agentlink/v1"
 )
 
@@ -25,6 +26,13 @@ import (
 // blob store in a directory with 2s URLs and 1 KiB objects; callers are anonymous or carry
 // a token of the development issuer.
 func dataRefConfig(t *testing.T) string {
+	t.Helper()
+	return dataRefConfigStore(t, "  dir: "+filepath.Join(t.TempDir(), "blobs")+"\n")
+}
+
+// dataRefConfigStore is dataRefConfig with store, the blobs section's lines that choose
+// the store.
+func dataRefConfigStore(t *testing.T, store string) string {
 	t.Helper()
 	jwks, err := filepath.Abs(devJWKS)
 	if err != nil {
@@ -41,8 +49,7 @@ agents:
   missed_heartbeats: 3
   auth: {allow_loopback_anonymous: true}
 blobs:
-  dir: ` + filepath.Join(dir, "blobs") + `
-  url_ttl: 2s
+` + store + `  url_ttl: 2s
   max_object_bytes: 1024
   signing_key: ` + strings.Repeat("k", 32) + `
 `
@@ -147,6 +154,77 @@ func TestDataRefsThroughAgentProcesses(t *testing.T) {
 			want := fmt.Sprintf(`"sha256":%q`, hexSum(tt.want))
 			if errorCode(r) != 0 || !strings.Contains(r.body, want) || !strings.Contains(r.body, `"bytes":`+strconv.Itoa(len(tt.want))) {
 				t.Fatalf("%s: %s; want %s", tt.name, r.body, want)
+			}
+		})
+	}
+}
+
+// TestDataRefsThroughS3: the same through an S3-compatible store (gofakes3): agents read
+// through presigned object-store URLs (presign on) or the gateway's endpoint (off).
+func TestDataRefsThroughS3(t *testing.T) {
+	bin := testproc.Lookup(t, "gofakes3", "GOFAKES3_BIN", "run `make blob-tools`",
+		filepath.Join("..", "..", ".tmp", "bin", "gofakes3-v1.2.0"), "gofakes3")
+	addrs, err := testproc.FreeAddrs(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3, err := testproc.Start(t.TempDir(), bin, "gofakes3.log", "-backend", "memory", "-host", addrs[0], "-initialbucket", "dataref", "-quiet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s3.Stop(5 * time.Second) })
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := s3.WaitReady(ctx, 20*time.Millisecond, func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodHead, "http://"+addrs[0]+"/dataref", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, presign := range []bool{true, false} {
+		t.Run(fmt.Sprintf("presign=%v", presign), func(t *testing.T) {
+			p := startProcess(t, dataRefConfigStore(t, fmt.Sprintf(`  store: s3
+  s3: {endpoint: %q, bucket: dataref, region: us-east-1, access_key: test, secret_key: test-secret, secure: false, presign: %v, prefix: p%v/}
+`, addrs[0], presign, presign)))
+			startAgent(t, p.internal, "s3-agent", true)
+			capsWith(t, p, "agent.sha256")
+			data := []byte("objects in an S3-compatible store")
+			ref := uploadBlob(t, p, blobToken(t, "blobs:write"), data)
+			for _, tt := range []struct {
+				params string
+				want   []byte
+			}{
+				{`{"data_refs":[{"uri":%q}]}`, data},
+				{`{"data_refs":[{"uri":%q,"offset":8,"length":6}]}`, data[8:14]},
+			} {
+				r := p.rpcCall(t, "", "agent.sha256", fmt.Sprintf(tt.params, ref))
+				if errorCode(r) != 0 || !strings.Contains(r.body, fmt.Sprintf(`"sha256":%q`, hexSum(tt.want))) {
+					t.Fatalf("%s: %s; want the SHA-256 of %q", tt.params, r.body, tt.want)
+				}
+			}
+			// The URL an agent got: the object store's when presigned, else the gateway's.
+			seen := make(chan probeTask, 1)
+			startProbeAgent(t, p, seen)
+			r := p.rpcCall(t, "", "agent.copy", fmt.Sprintf(`{"upload":true,"data_refs":[{"uri":%q,"offset":8,"length":6}]}`, ref))
+			got := <-seen
+			u, err := url.Parse(got.refs[0].GetUri())
+			if err != nil || (u.Host == addrs[0]) != presign {
+				t.Fatalf("the agent's URL %q, presign %v", got.refs[0].GetUri(), presign)
+			}
+			var res struct {
+				DataRefs []struct{ URI string } `json:"data_refs"`
+			}
+			if json.Unmarshal(r.reply.Result, &res) != nil || len(res.DataRefs) != 1 {
+				t.Fatalf("agent.copy: %s", r.body)
+			}
+			out := p.blobBase() + strings.TrimPrefix(res.DataRefs[0].URI, "blob:")
+			if status, _, body := httpDo(t, http.MethodGet, out, nil, "Authorization", "Bearer "+blobToken(t, "blobs:read")); status != http.StatusOK || body != string(data[8:14]) {
+				t.Fatalf("the output in S3: %d %q", status, body)
 			}
 		})
 	}
