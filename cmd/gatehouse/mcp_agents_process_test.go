@@ -154,3 +154,60 @@ agents:
 		t.Fatalf("after the agent came back: %+v, %v", res, err)
 	}
 }
+
+// TestAgentOperatorToolsFollowThePolicy: tools/list shows an agent operator's tool only to
+// callers the policy lets call its method, and tools/call of it gets the policy's refusal.
+func TestAgentOperatorToolsFollowThePolicy(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "gatehouse.yaml")
+	body := `auth: {anonymous: {}}
+server: {internal: {addr: "127.0.0.1:0"}}
+mcp_face: {}
+policy:
+  default: allow
+  rules:
+    - match: {method: "agent.sha256"}
+      scopes: [hash]
+agents:
+  heartbeat_interval: 200ms
+  missed_heartbeats: 3
+  auth: {allow_loopback_anonymous: true}
+`
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startProcess(t, cfg)
+	startAgent(t, p.internal, "pol", true)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cli, err := client.NewStreamableHttpClient(strings.TrimSuffix(p.rpc, "/rpc") + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	if err := cli.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = "2025-06-18"
+	init.Params.ClientInfo = mcp.Implementation{Name: "policy-test", Version: "1"}
+	if _, err := cli.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cli.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	if slices.Contains(names, "agent.sha256") || !slices.Contains(names, "agent.matmul") {
+		t.Fatalf("an anonymous caller lists %v; want agent.matmul without agent.sha256", names)
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "agent.sha256"
+	req.Params.Arguments = map[string]any{"text": "x"}
+	if _, err := cli.CallTool(ctx, req); err == nil || !strings.Contains(err.Error(), "INSUFFICIENT_SCOPE (4002)") {
+		t.Fatalf("a call of the hidden tool: %v; want the policy's INSUFFICIENT_SCOPE", err)
+	}
+}
