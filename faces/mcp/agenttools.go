@@ -20,8 +20,9 @@ import (
 // output schema is that of the call's result (task_id, job_id, agent, output, data_refs …).
 // tools/call runs it through the same pipeline as a JSON-RPC call of the method (policy,
 // limits, the agent target) on mcp-go's path, never the fast path. The list follows the
-// connected agents: it is rebuilt, and list_changed sent, when a client lists or calls a
-// tool after the operators offered have changed. A bridged tool of the same name wins.
+// connected agents: it is rebuilt, and list_changed sent, when a client lists the tools
+// after the operators offered have changed (a call of an operator no agent offers any more
+// gets NO_AGENT from the agent target). A bridged tool of the same name wins.
 
 // setTools publishes the bridged tools the last publish built and the agents' operators
 // as they are now. f.toolsMu is held.
@@ -48,7 +49,7 @@ func (f *Face) setTools() {
 }
 
 // refreshAgentTools republishes the tools when the operators the agents offer changed
-// since they were last published (a hook before tools/list and tools/call).
+// since they were last published (a hook before tools/list).
 func (f *Face) refreshAgentTools() {
 	f.toolsMu.Lock()
 	defer f.toolsMu.Unlock()
