@@ -282,8 +282,11 @@ func (c *agentConn) run(ctx context.Context, op AgentOperator, d *agentlinkv1.Ta
 		_ = c.send(&agentlinkv1.ConnectRequest{Message: &agentlinkv1.ConnectRequest_Progress{Progress: &agentlinkv1.TaskProgress{
 			TaskId: d.GetTaskId(), Progress: done, Total: total, Message: msg}}})
 	}
-	out, err := op.Run(ctx, AgentTask{Input: d.GetInputJson(), Refs: d.GetInputRefs(), Progress: progress})
+	var outRefs []*agentlinkv1.DataRef
+	out, err := op.Run(ctx, AgentTask{Input: d.GetInputJson(), Refs: d.GetInputRefs(), Progress: progress, Upload: d.GetOutputUpload(),
+		AddOutputRef: func(r *agentlinkv1.DataRef) { outRefs = append(outRefs, r) }})
 	res := result(d.GetTaskId(), agentlinkv1.TaskStatus_TASK_STATUS_SUCCEEDED, out, "")
+	res.GetResult().OutputRefs = outRefs
 	if err != nil {
 		res = result(d.GetTaskId(), agentlinkv1.TaskStatus_TASK_STATUS_FAILED, nil, err.Error())
 	}

@@ -36,6 +36,11 @@ type AgentTask struct {
 	Refs []*agentlinkv1.DataRef
 	// Progress reports progress (done of total, with a message).
 	Progress func(done, total float64, message string)
+	// Upload, when the gateway issued one, is where one output may be PUT (Uri) and the
+	// ref it is then known by (Name).
+	Upload *agentlinkv1.DataRef
+	// AddOutputRef names an output passed by reference in the task's result.
+	AddOutputRef func(ref *agentlinkv1.DataRef)
 }
 
 // Bounds of the reference agent's operators.

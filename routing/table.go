@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/routing/agentlink"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
@@ -105,6 +106,17 @@ func (tb *Table) MCP() *mcpbackend.Target {
 	for _, t := range tb.Targets() {
 		if mt, ok := t.(*mcpbackend.Target); ok {
 			return mt
+		}
+	}
+	return nil
+}
+
+// Agents returns the agent link's target the table routes (the MCP face lists its
+// operators as tools); nil when there is none.
+func (tb *Table) Agents() *agentlink.Target {
+	for _, t := range tb.Targets() {
+		if at, ok := t.(*agentlink.Target); ok {
+			return at
 		}
 	}
 	return nil

@@ -25,8 +25,12 @@ func (s *Server) startAgents(cfg *Config) error {
 	if cfg.Agents == nil {
 		return nil
 	}
-	h, err := agentlink.New(*cfg.Agents, agentlink.Options{Logger: s.log.With("component", "agentlink"), Now: s.opts.Now,
-		Watch: s.watchAgent, Observer: s.metrics})
+	opts := agentlink.Options{Logger: s.log.With("component", "agentlink"), Now: s.opts.Now, Watch: s.watchAgent,
+		Observer: s.metrics}
+	if cfg.Blobs != nil { // DataRefs become signed URLs, issued once the boundary is bound
+		opts.DataURLs = agentlink.NewBlobURLs(s.BlobRefs, cfg.Agents.AllowExternalDataRefs)
+	}
+	h, err := agentlink.New(*cfg.Agents, opts)
 	if err != nil {
 		return err
 	}

@@ -65,7 +65,7 @@ func (s *Server) openBlobs(cfg *Config) error {
 	}
 	c.SigningKey = ""
 	s.blobs = &blobService{cfg: c, store: store, signer: signer, face: blobface.New(blobface.Options{
-		Store: store, Signer: signer, Gateway: blobGateway{s}, WriteScope: c.WriteScope, Log: s.log,
+		Store: store, Signer: signer, Gateway: blobGateway{s}, WriteScope: c.WriteScope, ReadScope: c.ReadScope, Log: s.log,
 	})}
 	return nil
 }

@@ -4,6 +4,9 @@
 //   - GET /blobs/KEY?task=…&agent=…&exp=…&off=…&len=…&sig=… reads an object through a URL
 //     the gateway signed (blob.Refs.Fetch). A Range header (one range, bytes=a-b, a- or -n)
 //     must stay within the granted range; without one the whole grant is served.
+//   - GET /blobs/KEY without a signature, with a credential (Authorization) holding the
+//     read scope (blobs.read_scope), reads the object as an authenticated caller: how a
+//     caller reads an agent's output ref. A Range header works as above, within the object.
 //   - PUT /blobs/KEY?… writes an object through a signed URL (blob.Refs.Upload): at most
 //     the granted size, once per key.
 //   - POST /blobs/ uploads an object as an authenticated caller holding the write scope

@@ -39,6 +39,9 @@ type Options struct {
 	Gateway Gateway
 	// WriteScope is the scope a caller's upload needs (blob.DefaultScope when empty).
 	WriteScope string
+	// ReadScope is the scope a caller's authenticated read needs (blob.DefaultReadScope
+	// when empty).
+	ReadScope string
 	// Log receives the store's failures; nil discards them.
 	Log *slog.Logger
 }
@@ -50,6 +53,7 @@ type Face struct {
 	signer *blob.Signer
 	gw     Gateway
 	scope  string
+	read   string
 	log    *slog.Logger
 }
 
@@ -63,10 +67,13 @@ func New(o Options) *Face {
 	if o.WriteScope == "" {
 		o.WriteScope = blob.DefaultScope
 	}
+	if o.ReadScope == "" {
+		o.ReadScope = blob.DefaultReadScope
+	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Face{store: o.Store, signer: o.Signer, gw: o.Gateway, scope: o.WriteScope, log: o.Log}
+	return &Face{store: o.Store, signer: o.Signer, gw: o.Gateway, scope: o.WriteScope, read: o.ReadScope, log: o.Log}
 }
 
 // ServeHTTP routes a request under blob.EndpointPath and records it in the access log of
@@ -135,16 +142,30 @@ func (f *Face) verify(w http.ResponseWriter, r *http.Request, key string, x *exc
 	return blob.Grant{}, false
 }
 
-// serveGet answers a signed read: the Range asked for, or the whole grant.
+// serveGet answers a read: the Range asked for, or the whole grant. A signed URL grants
+// its range; a caller without a signature but with a credential holding the read scope
+// is granted the whole object.
 func (f *Face) serveGet(w http.ResponseWriter, r *http.Request, key string, x *exchange) {
-	g, ok := f.verify(w, r, key, x)
-	if !ok {
-		return
+	caller := r.URL.RawQuery == "" && r.Header.Get("Authorization") != ""
+	var g blob.Grant
+	if caller {
+		x.op = "blobs.read"
+		if !f.authorize(w, r, f.read, x) {
+			return
+		}
+	} else {
+		var ok bool
+		if g, ok = f.verify(w, r, key, x); !ok {
+			return
+		}
 	}
 	info, err := f.store.Stat(r.Context(), key)
 	if err != nil {
 		f.storeError(w, err, x)
 		return
+	}
+	if caller {
+		g = blob.Grant{Method: http.MethodGet, Key: key, Offset: 0, Length: info.Size}
 	}
 	off, n, err := requestedRange(r.Header.Get("Range"), g, info.Size)
 	if err != nil {
@@ -235,19 +256,7 @@ type Created struct {
 // serveCallerUpload authenticates the caller, checks the write scope, and stores the body
 // under a fresh key.
 func (f *Face) serveCallerUpload(w http.ResponseWriter, r *http.Request, x *exchange) {
-	rt := f.gw.Acquire()
-	p, err := rt.Authenticator().Authenticate(r.Context(), faces.HTTPCredentials(r, gateway.ZoneExternal))
-	rt.Release()
-	if err != nil {
-		e := authError(err)
-		x.code = e.Code()
-		faces.WriteChallenge(w, e, x.traceID, faces.EncodingJSON, "")
-		return
-	}
-	x.caller = p.Subject
-	if !slices.Contains(p.Scopes, f.scope) {
-		w.Header().Set("WWW-Authenticate", faces.ScopeChallenge([]string{f.scope}, ""))
-		f.fail(w, http.StatusForbidden, gateway.NewError(schemas.CodeInsufficientScope).With("required", []string{f.scope}), x)
+	if !f.authorize(w, r, f.scope, x) {
 		return
 	}
 	limit := f.store.Limits().MaxObjectBytes
@@ -256,6 +265,27 @@ func (f *Face) serveCallerUpload(w http.ResponseWriter, r *http.Request, x *exch
 		return
 	}
 	f.create(w, r, callerPrefix+randomID(), limit, x)
+}
+
+// authorize authenticates the caller of r and checks it holds scope, answering a refusal
+// itself (401 with a challenge, 403 naming the scope).
+func (f *Face) authorize(w http.ResponseWriter, r *http.Request, scope string, x *exchange) bool {
+	rt := f.gw.Acquire()
+	p, err := rt.Authenticator().Authenticate(r.Context(), faces.HTTPCredentials(r, gateway.ZoneExternal))
+	rt.Release()
+	if err != nil {
+		e := authError(err)
+		x.code = e.Code()
+		faces.WriteChallenge(w, e, x.traceID, faces.EncodingJSON, "")
+		return false
+	}
+	x.caller = p.Subject
+	if !slices.Contains(p.Scopes, scope) {
+		w.Header().Set("WWW-Authenticate", faces.ScopeChallenge([]string{scope}, ""))
+		f.fail(w, http.StatusForbidden, gateway.NewError(schemas.CodeInsufficientScope).With("required", []string{scope}), x)
+		return false
+	}
+	return true
 }
 
 // authError is err as the gateway's error type.

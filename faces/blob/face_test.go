@@ -27,7 +27,8 @@ import (
 
 const maxObject = 64
 
-// fakeGateway authenticates bearer "writer" with the write scope and "reader" without it.
+// fakeGateway authenticates bearer "writer" with the write scope, "reader" without it and
+// "blobreader" with the read scope.
 type fakeGateway struct {
 	held atomic.Int64
 	pipe *faces.Pipeline // nil: no access log
@@ -47,6 +48,8 @@ func (fakeRuntime) Authenticate(_ context.Context, c gateway.Credentials) (gatew
 		return gateway.Principal{Subject: "w", Scopes: []string{"other", blob.DefaultScope}}, nil
 	case "reader":
 		return gateway.Principal{Subject: "r", Scopes: []string{"other"}}, nil
+	case "blobreader":
+		return gateway.Principal{Subject: "br", Scopes: []string{blob.DefaultReadScope}}, nil
 	}
 	return gateway.Principal{}, gateway.NewError(schemas.CodeAuthentication)
 }
@@ -368,6 +371,48 @@ func TestCallerUpload(t *testing.T) {
 		if r.status == http.StatusForbidden && !strings.Contains(r.header.Get("WWW-Authenticate"), blob.DefaultScope) {
 			t.Errorf("%s: 403 without the scope in its challenge: %q", tt.name, r.header.Get("WWW-Authenticate"))
 		}
+	}
+}
+
+// TestCallerRead: a caller reads an object with its credential instead of a signed URL,
+// whole or by a Range, when it holds the read scope.
+func TestCallerRead(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	data := []byte("caller reads this")
+	key := strings.TrimPrefix(e.upload(t, data), "blob:")
+	u := e.srv.URL + blob.EndpointPath + key
+	tests := []struct {
+		name, bearer, rng string
+		wantStatus        int
+		wantCode          schemas.Code
+		wantBody          string
+	}{
+		{"no credential", "", "", http.StatusUnauthorized, schemas.CodeAuthentication, ""},
+		{"bad credential", "nobody", "", http.StatusUnauthorized, schemas.CodeAuthentication, ""},
+		{"write scope only", "writer", "", http.StatusForbidden, schemas.CodeInsufficientScope, ""},
+		{"whole", "blobreader", "", http.StatusOK, 0, string(data)},
+		{"range", "blobreader", "bytes=7-11", http.StatusPartialContent, 0, "reads"},
+		{"range past the end", "blobreader", "bytes=100-200", http.StatusRequestedRangeNotSatisfiable, schemas.CodeInvalidParams, ""},
+	}
+	for _, tt := range tests {
+		var h []string
+		if tt.bearer != "" {
+			h = append(h, "Authorization", "Bearer "+tt.bearer)
+		}
+		if tt.rng != "" {
+			h = append(h, "Range", tt.rng)
+		}
+		r := do(t, http.MethodGet, u, nil, h...)
+		if r.status != tt.wantStatus || r.code != tt.wantCode || (tt.wantBody != "" && string(r.body) != tt.wantBody) {
+			t.Errorf("%s: %d %s; want %d code %d %q", tt.name, r.status, r.body, tt.wantStatus, tt.wantCode, tt.wantBody)
+		}
+		if r.status == http.StatusForbidden && !strings.Contains(r.header.Get("WWW-Authenticate"), blob.DefaultReadScope) {
+			t.Errorf("%s: 403 without the read scope in its challenge: %q", tt.name, r.header.Get("WWW-Authenticate"))
+		}
+	}
+	if r := do(t, http.MethodGet, e.srv.URL+blob.EndpointPath+"in/missing", nil, "Authorization", "Bearer blobreader"); r.status != http.StatusNotFound {
+		t.Errorf("a missing object: %d %s", r.status, r.body)
 	}
 }
 

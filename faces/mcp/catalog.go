@@ -14,9 +14,17 @@ import (
 func (f *Face) Sync() {
 	rt := f.gw.Acquire()
 	target := rt.Table().MCP()
+	agents := rt.Table().Agents()
 	rt.Release()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.toolsMu.Lock()
+	agentsChanged := agents != f.agents
+	f.agents = agents
+	if target == f.bound && agentsChanged {
+		f.setTools()
+	}
+	f.toolsMu.Unlock()
 	if target == f.bound {
 		return
 	}
@@ -83,7 +91,10 @@ func (f *Face) publish(target *mcpbackend.Target) {
 			}
 		}
 	}
-	f.srv.SetTools(tools...)
+	f.toolsMu.Lock()
+	f.bridged = tools
+	f.setTools() // with the agents' operators (agenttools.go)
+	f.toolsMu.Unlock()
 	f.publishTools(fast)
 	f.srv.SetResources(resources...)
 	f.srv.SetPrompts(prompts...)

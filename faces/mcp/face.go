@@ -8,14 +8,17 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/resilience"
+	"github.com/gatehouse-dev/gatehouse/routing/agentlink"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 	"github.com/gatehouse-dev/gatehouse/state"
@@ -39,6 +42,12 @@ type Face struct {
 	bound       *mcpbackend.Target
 	unsubscribe func()
 	subs        *subscriptions
+
+	toolsMu    sync.Mutex                      // held while the tools are published; guards what follows
+	agents     *agentlink.Target               // the agent link's target, whose operators are tools too (agenttools.go)
+	bridged    []mcpserver.ServerTool          // the bridged tools the last publish built
+	agentGen   uint64                          // the agents' operator generation published
+	agentNames atomic.Pointer[map[string]bool] // the agent operators' tool names published
 }
 
 type principalKey struct{}
@@ -65,7 +74,8 @@ func New(gw Gateway, o Options) *Face {
 	cfg := o.Config
 	f := &Face{gw: gw, log: o.Log, subs: newSubscriptions(), localOnly: cfg.localOnly()}
 	hooks := f.hooks()
-	hooks.AddAfterListTools(f.visibleTools)         // tools/list shows the caller what the policy lets it reach
+	hooks.AddAfterListTools(f.visibleTools) // tools/list shows the caller what the policy lets it reach
+	hooks.AddBeforeListTools(func(context.Context, any, *mcp.ListToolsRequest) { f.refreshAgentTools() })
 	hooks.AddAfterListResources(f.visibleResources) // and so do the other lists (lists.go)
 	hooks.AddAfterListResourceTemplates(f.visibleTemplates)
 	hooks.AddAfterListPrompts(f.visiblePrompts)

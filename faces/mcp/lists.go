@@ -81,6 +81,8 @@ type faceCaller struct {
 	principal gateway.Principal
 	zone      gateway.TrustZone
 	namespace string // the bridge's method namespace
+	// isAgentTool reports whether a tool is an agent operator's (its method is its name).
+	isAgentTool func(name string) bool
 }
 
 // filterFor calls filter with the caller of ctx, unless nothing is hidden (no policy
@@ -90,16 +92,25 @@ func (f *Face) filterFor(ctx context.Context, filter func(c faceCaller)) {
 	rt := f.gw.Acquire()
 	defer rt.Release()
 	v := rt.Visibility()
-	if !v.Filters() || target == nil {
+	if !v.Filters() || (target == nil && f.agentNames.Load() == nil) {
 		return
 	}
 	principal, _ := ctx.Value(principalKey{}).(gateway.Principal)
-	filter(faceCaller{v: v, principal: principal, zone: callerZone(ctx), namespace: target.Namespace()})
+	c := faceCaller{v: v, principal: principal, zone: callerZone(ctx), isAgentTool: f.isAgentTool}
+	if target != nil {
+		c.namespace = target.Namespace()
+	}
+	filter(c)
 }
 
-// showsTool reports whether the caller would see a call of the bridged tool.
+// showsTool reports whether the caller would see a call of the tool: a bridged tool's
+// method is namespace + its name, an agent operator's its name.
 func (c faceCaller) showsTool(tool string) bool {
-	return c.v.ShowsCall(c.principal, c.zone, gateway.ProtocolMCP, &gateway.Call{Method: c.namespace + tool})
+	method := c.namespace + tool
+	if c.isAgentTool(tool) {
+		method = tool
+	}
+	return c.v.ShowsCall(c.principal, c.zone, gateway.ProtocolMCP, &gateway.Call{Method: method})
 }
 
 // showsRead reports whether the caller would see the read method op called with params.

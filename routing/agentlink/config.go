@@ -41,6 +41,12 @@ type Config struct {
 	MaxMessagesPerSecond int `yaml:"max_messages_per_second" json:"max_messages_per_second,omitempty"`
 	// HandshakeTimeout bounds the wait for an agent's node descriptor (default 10s).
 	HandshakeTimeout time.Duration `yaml:"handshake_timeout" json:"handshake_timeout,omitempty"`
+	// AllowExternalDataRefs lets callers pass DataRefs other than blob: refs (any URL),
+	// which reach the agent untouched, when the blobs section is configured (default false:
+	// such a ref is refused with INVALID_PARAMS, as a caller handing an agent an arbitrary
+	// URL makes the agent fetch it from its own network). Without a blobs section every
+	// DataRef travels untouched.
+	AllowExternalDataRefs bool `yaml:"allow_external_data_refs" json:"allow_external_data_refs,omitempty"`
 	// Auth says which agents may connect.
 	Auth AuthConfig `yaml:"auth" json:"auth,omitzero"`
 }

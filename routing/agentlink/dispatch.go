@@ -226,6 +226,9 @@ func (h *Hub) dispatchMessage(ctx context.Context, tk *task, t Task, in json.Raw
 	for _, r := range t.Refs {
 		if h.urls != nil {
 			url, err := h.urls.Fetch(ctx, r, tk.id, tk.agent.id)
+			if e := gateway.AsError(err); e != nil && e.Code() == schemas.CodeInvalidParams {
+				return nil, e.With("operator", tk.op)
+			}
 			if err != nil {
 				return nil, gateway.NewError(schemas.CodeInvalidParams).With("operator", tk.op).With("data_ref", r.Name).
 					With("reason", "the data ref cannot be resolved").Wrap(err)

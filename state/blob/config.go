@@ -15,6 +15,7 @@ const (
 const (
 	DefaultURLTTL    = 5 * time.Minute
 	DefaultScope     = "blobs:write"
+	DefaultReadScope = "blobs:read"
 	MinURLTTL        = time.Second
 	MaxURLTTL        = 7 * 24 * time.Hour // the longest an S3 presigned URL may live
 	DefaultS3Presign = true
@@ -46,6 +47,9 @@ type Config struct {
 	// WriteScope is the scope a caller needs to upload through the endpoint (default
 	// DefaultScope).
 	WriteScope string `yaml:"write_scope" json:"write_scope,omitempty"`
+	// ReadScope is the scope a caller needs to read an object through the endpoint without
+	// a signed URL, e.g. an agent's output (default DefaultReadScope).
+	ReadScope string `yaml:"read_scope" json:"read_scope,omitempty"`
 }
 
 // S3Config is the blobs.s3 section.
@@ -86,6 +90,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.WriteScope == "" {
 		c.WriteScope = DefaultScope
+	}
+	if c.ReadScope == "" {
+		c.ReadScope = DefaultReadScope
 	}
 	return c
 }
