@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// Lookup returns the path of the binary of the program name: $env when it is set, else the
+// Lookup returns the absolute path of the binary of the program name: $env when it is set, else the
 // first of candidates found (a bare name on PATH, a path with a slash as is). When none is
 // found it fails the test under CI (the variable CI set) and skips it elsewhere, with a
 // message naming what was looked for, hint (how to install it, e.g. "run `make redis-tools`")
@@ -20,6 +21,10 @@ func Lookup(t testing.TB, name, env, hint string, candidates ...string) string {
 	}
 	for _, c := range candidates {
 		if p, err := exec.LookPath(c); err == nil {
+			// Absolute, so that a process started in another directory finds it too.
+			if abs, err := filepath.Abs(p); err == nil {
+				return abs
+			}
 			return p
 		}
 	}
