@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gatehouse-dev/gatehouse/routing/nekte"
+	"github.com/gatehouse-dev/gatehouse/routing/peerconn"
 	"github.com/gatehouse-dev/gatehouse/state"
 )
 
@@ -35,34 +36,18 @@ func TestReachable(t *testing.T) {
 	}
 }
 
-func TestNektePeerClientBounds(t *testing.T) {
+// TestNektePeerClientClosed: after Close a call fails as a PeerError wrapping
+// peerconn.ErrClosed (the pool's bounds are routing/peerconn's tests).
+func TestNektePeerClientClosed(t *testing.T) {
 	c := newPeerClient(1<<10, nil)
-	for i := range maxPeerConns + 8 {
-		if _, err := c.conn(fmt.Sprintf("127.0.0.1:%d", 1+i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.mu.Lock()
-	n, first := len(c.conns), c.order[0]
-	c.mu.Unlock()
-	if n != maxPeerConns || first != "127.0.0.1:9" {
-		t.Fatalf("%d connections kept, oldest %s; want %d, oldest 127.0.0.1:9", n, first, maxPeerConns)
-	}
-	// A reused address becomes the most recent.
-	if _, err := c.conn("127.0.0.1:9"); err != nil {
+	if _, err := c.pool.Conn("127.0.0.1:9"); err != nil {
 		t.Fatal(err)
-	}
-	c.mu.Lock()
-	last := c.order[len(c.order)-1]
-	c.mu.Unlock()
-	if last != "127.0.0.1:9" {
-		t.Fatalf("most recent %s", last)
 	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 	var pe *nekte.PeerError
-	if _, err := c.GetEnvelope(context.Background(), "127.0.0.1:9", nekte.PeerRef{}); !errors.As(err, &pe) || !errors.Is(err, errPeerClientClosed) {
+	if _, err := c.GetEnvelope(context.Background(), "127.0.0.1:9", nekte.PeerRef{}); !errors.As(err, &pe) || !errors.Is(err, peerconn.ErrClosed) {
 		t.Fatalf("GetEnvelope after Close: %v", err)
 	}
 }
