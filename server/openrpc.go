@@ -1,9 +1,6 @@
 package server
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -11,76 +8,10 @@ import (
 	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
-	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
 	"github.com/gatehouse-dev/gatehouse/routing/capability/openrpc"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
-
-// openRPCTarget answers rpc.discover, the OpenRPC service discovery method, with the
-// configuration's OpenRPC document as the caller sees it (routing/capability/openrpc).
-// It also gives the boundary the document of a caller without credentials
-// (GET /openrpc.json).
-type openRPCTarget struct {
-	gen    *openrpc.Generator
-	vis    *capability.Visibility
-	routes capability.Router
-}
-
-var (
-	_ gateway.Target          = (*openRPCTarget)(nil)
-	_ httprpc.OpenRPCProvider = (*openRPCTarget)(nil)
-)
-
-// Name implements gateway.Target.
-func (*openRPCTarget) Name() string { return "openrpc" }
-
-// Invoke implements gateway.Target: the document of the caller's view. rpc.discover takes
-// no params: absent, [] or {}; anything else is INVALID_PARAMS.
-func (t *openRPCTarget) Invoke(_ context.Context, call *gateway.Call) (*gateway.Result, error) {
-	if p := bytes.TrimSpace(call.Params); len(p) > 0 && string(p) != "[]" && !isEmptyObject(p) {
-		return nil, errDiscoverParams
-	}
-	return gateway.NewResult(t.document(call.Principal, call.Zone, call.Protocol)), nil
-}
-
-var errDiscoverParams = gateway.NewError(schemas.CodeInvalidParams).With("reason", "rpc.discover takes no params")
-
-// isEmptyObject reports whether p is a JSON object with no members ("{}", "{ }").
-func isEmptyObject(p []byte) bool {
-	var m map[string]json.RawMessage
-	return p[0] == '{' && json.Unmarshal(p, &m) == nil && len(m) == 0
-}
-
-// OpenRPC implements httprpc.OpenRPCProvider: the document of a caller with no
-// credentials, on the boundary, over HTTP.
-func (t *openRPCTarget) OpenRPC() []byte {
-	return t.document(gateway.Principal{}, gateway.ZoneExternal, gateway.ProtocolHTTP)
-}
-
-// document returns the document of what the caller (principal, zone, protocol) may call
-// directly: each method the policy would let it reach as a direct call (the capability
-// layer's own view, nekte.discover's, asks about calls made as capabilities), less the
-// methods whose target refuses direct calls from its zone (MCP tools outside
-// routing.mcp.direct_zones).
-func (t *openRPCTarget) document(p gateway.Principal, zone gateway.TrustZone, proto gateway.Protocol) []byte {
-	callable := func(method string) bool {
-		target, ok := t.routes.Lookup(method)
-		if d, isDirect := target.(directCaller); ok && isDirect && !d.Direct(zone, proto) {
-			return false
-		}
-		return !t.vis.Filters() || t.vis.Shows(p, zone, proto, method, "")
-	}
-	return t.gen.Document(openrpc.View{
-		Capability: func(c capability.Capability) bool { return callable(c.Method) },
-		Method:     callable,
-	})
-}
-
-// directCaller is a target that serves some zones' direct calls only (routing/mcpbackend).
-type directCaller interface {
-	Direct(zone gateway.TrustZone, proto gateway.Protocol) bool
-}
 
 // routeOpenRPC routes rpc.discover in rt's table to the document of rt's catalog: the
 // NEKTE catalog when NEKTE is on, else one built from the table's targets as it is (the
@@ -99,18 +30,12 @@ func (rt *runtime) routeOpenRPC() error {
 		}
 		catalog = reg
 	}
-	for _, m := range rt.table.Methods() {
-		if m == openrpc.MethodDiscover || slices.ContainsFunc(builtins, func(b openrpc.Method) bool { return b.Name == m }) {
-			continue
-		}
-		t, _ := rt.table.Lookup(m)
-		builtins = append(builtins, openrpc.Method{Name: m, Description: "Served by " + t.Name() + "; it publishes no schema."})
-	}
+	builtins = openrpc.Routed(builtins, rt.table.Methods(), rt.table.Lookup)
 	servers := openRPCServers(rt.cfg)
-	t := &openRPCTarget{vis: rt.visibility, routes: rt.table, gen: openrpc.New(openrpc.Params{
+	t := openrpc.NewTarget(openrpc.New(openrpc.Params{
 		Catalog: catalog, Builtins: builtins, Version: buildVersion(), Servers: servers, Common: commonErrors(rt.cfg),
 		CacheSize: rt.cfg.OpenRPC.CacheSize,
-	})}
+	}), rt.visibility, rt.table)
 	if err := rt.table.Add(openrpc.MethodDiscover, t); err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/routing"
 	"github.com/gatehouse-dev/gatehouse/routing/agentlink"
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
+	"github.com/gatehouse-dev/gatehouse/routing/capability/openrpc"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
 	"github.com/gatehouse-dev/gatehouse/routing/nekte"
 	"github.com/gatehouse-dev/gatehouse/state"
@@ -47,7 +48,7 @@ type runtime struct {
 	// nil when NEKTE is off.
 	nekte *nekte.Route
 	// openrpc answers rpc.discover and GET /openrpc.json (openrpc.go).
-	openrpc *openRPCTarget
+	openrpc *openrpc.Target
 	// pipe is the faces' entry into this configuration (newPipeline), made once the
 	// tracer is known.
 	pipe *faces.Pipeline
