@@ -48,6 +48,8 @@ test: ## install test peers, vet, lint, check the Helm chart, the whole suite wi
 	CONFORMANCE_REQUIRED=1 $(GO) test -race -count=1 -timeout 20m ./...
 	@# allocation budgets are counted without the race detector, which changes them
 	$(GO) test -count=1 -run '^TestStageAllocBudgets$$' ./server/
+	@# bench/peers is its own module: keep it building (and its go.sum in step) with the product
+	cd bench/peers && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory fuzz
 
 .PHONY: fuzz
