@@ -28,15 +28,15 @@ const MaxIDBytes = 128
 
 // Reasons of a DecodeError: what a client is told in the error message's errorId.
 const (
-	ReasonParse       = "parse_error"        // not JSON, or not an object
-	ReasonTooLarge    = "message_too_large"  // past MaxBytes
-	ReasonTooDeep     = "too_deep"           // past MaxDepth
-	ReasonLongString  = "string_too_long"    // past MaxStringBytes
-	ReasonDuplicate   = "duplicate_member"   // a member name twice in one object
-	ReasonMissingID   = "invalid_id"         // id missing, not a string, empty or too long
-	ReasonUnknownType = "unknown_type"       // type missing, not a string, or not a known message
-	ReasonPayload     = "invalid_payload"    // payload present but not an object
-	ReasonFrame       = "invalid_frame"      // a frame whose type is not chat.event, chat.done or chat.error
+	ReasonParse       = "parse_error"       // not JSON, or not an object
+	ReasonTooLarge    = "message_too_large" // past MaxBytes
+	ReasonTooDeep     = "too_deep"          // past MaxDepth
+	ReasonLongString  = "string_too_long"   // past MaxStringBytes
+	ReasonDuplicate   = "duplicate_member"  // a member name twice in one object
+	ReasonMissingID   = "invalid_id"        // id missing, not a string, empty or too long
+	ReasonUnknownType = "unknown_type"      // type missing, not a string, or not a known message
+	ReasonPayload     = "invalid_payload"   // payload present but not an object
+	ReasonFrame       = "invalid_frame"     // a frame whose type is not chat.event, chat.done or chat.error
 )
 
 // DecodeError is why a message was refused. ID is the envelope's id when it could be read
