@@ -290,9 +290,10 @@ type client interface {
 }
 
 type wsClient struct {
-	c  *websocket.Conn
-	ch chan msg
-	wg sync.WaitGroup
+	c   *websocket.Conn
+	ch  chan msg
+	wg  sync.WaitGroup
+	err error // why reading ended, once ch is closed
 }
 
 func (e *env) dialWS(query string, header http.Header) (*wsClient, *http.Response, error) {
@@ -309,6 +310,7 @@ func (e *env) dialWS(query string, header http.Header) (*wsClient, *http.Respons
 		for {
 			_, data, err := c.ReadMessage()
 			if err != nil {
+				wc.err = err
 				return
 			}
 			var m msg
@@ -560,3 +562,7 @@ func checkRequest(ms []msg) error {
 	}
 	return nil
 }
+
+func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func causeOf(c *wsConn) error { return context.Cause(c.ctx) }

@@ -220,7 +220,9 @@ func (c *wsConn) slow() {
 	c.f.log.Warn("disconnecting slow session consumer", "queued", c.send.Len(), "send_queue", c.cfg.SendQueue)
 	c.cancel(errSlow)
 	c.closeWith(websocket.ClosePolicyViolation, faces.CloseReasonSlow)
-	_ = c.conn.SetReadDeadline(time.Now())
+	if c.conn != nil {
+		_ = c.conn.SetReadDeadline(time.Now())
+	}
 }
 
 // credentialEnded ends the connection whose credential expired or was revoked: its
