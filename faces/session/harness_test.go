@@ -42,7 +42,7 @@ func (g *testGateway) Draining() bool   { return g.draining.Load() }
 
 type testRuntime struct{ g *testGateway }
 
-func (r testRuntime) Pipeline() *faces.Pipeline             { return r.g.pipe }
+func (r testRuntime) Pipeline() *faces.Pipeline            { return r.g.pipe }
 func (r testRuntime) Authenticator() gateway.Authenticator { return r }
 func (r testRuntime) Release()                             {}
 func (r testRuntime) Session() *Config                     { return r.g.cfg }

@@ -141,14 +141,14 @@ func (f *Face) relay(ctx context.Context, st gateway.Stream, r *request, traceID
 }
 
 // capabilityParams are the params of a capability route's call: the chat.start payload's
-// "arguments" object when it has one, else {"message": <message>}.
+// "arguments" (an object or an array) when it has one, else {"message": <message>}.
 func capabilityParams(payload []byte) []byte {
 	var p struct {
 		Message   string          `json:"message"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
 	_ = json.Unmarshal(payload, &p) // the payload was decoded strictly already
-	if len(p.Arguments) > 0 && p.Arguments[0] == '{' {
+	if len(p.Arguments) > 0 && (p.Arguments[0] == '{' || p.Arguments[0] == '[') {
 		return p.Arguments
 	}
 	out, _ := json.Marshal(map[string]string{"message": p.Message})
