@@ -1,9 +1,6 @@
 package sessionrpc
 
-import (
-	"encoding/json"
-	"fmt"
-)
+import "fmt"
 
 // InvariantError is a frame that breaks the contract: the face ends the request with
 // chat.error errorId "invariant_broken" and Reason in its detail.
@@ -31,11 +28,9 @@ type Checker struct {
 // Done reports whether the terminal frame has been checked.
 func (c *Checker) Done() bool { return c.terminal }
 
-// eventHead is what the Checker reads of an event.
-type eventHead struct {
-	Type *string         `json:"type"`
-	ID   json.RawMessage `json:"id"`
-}
+// checkLimits are those the Checker re-reads a payload with: the frame's decoder has
+// applied the real ones.
+var checkLimits = Limits{MaxBytes: 1 << 62, MaxDepth: 1 << 20, MaxStringBytes: 1 << 62}
 
 // Check checks f, the next frame; terminal says it ended the request.
 func (c *Checker) Check(f Frame) (terminal bool, err *InvariantError) {
@@ -53,13 +48,14 @@ func (c *Checker) Check(f Frame) (terminal bool, err *InvariantError) {
 	default:
 		return false, broken("a frame of type %q", f.Type)
 	}
-	var h eventHead
-	if json.Unmarshal(f.Payload, &h) != nil || h.Type == nil || *h.Type == "" {
+	head, derr := decodeObject(f.Payload, checkLimits, "type", "id")
+	typ, ok := stringMember(head["type"])
+	if derr != nil || !ok || typ == "" {
 		return false, broken("an event without a type")
 	}
-	switch *h.Type {
+	switch typ {
 	case EventToolCall:
-		id, ok := stringMember(h.ID)
+		id, ok := stringMember(head["id"])
 		if !ok || id == "" {
 			return false, broken("a tool-call without an id")
 		}
@@ -74,12 +70,12 @@ func (c *Checker) Check(f Frame) (terminal bool, err *InvariantError) {
 		}
 		c.calls[id] = struct{}{}
 	case EventToolOutput, EventToolResult:
-		id, ok := stringMember(h.ID)
+		id, ok := stringMember(head["id"])
 		if !ok {
-			return false, broken("a %s without an id", *h.Type)
+			return false, broken("a %s without an id", typ)
 		}
 		if _, known := c.calls[id]; !known {
-			return false, broken("a %s for %q, which no earlier tool-call named", *h.Type, truncate(id))
+			return false, broken("a %s for %q, which no earlier tool-call named", typ, truncate(id))
 		}
 	}
 	return false, nil

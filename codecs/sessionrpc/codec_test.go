@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestDecodeRequest(t *testing.T) {
@@ -36,6 +37,13 @@ func TestDecodeRequest(t *testing.T) {
 		{"at depth limit", `{"id":"a","type":"chat.start","payload":{"a":1}}`, Limits{MaxBytes: 200, MaxDepth: 2, MaxStringBytes: 16}, "", "a"},
 		{"long string", `{"id":"a","type":"chat.start","payload":{"m":"` + strings.Repeat("x", 17) + `"}}`, small, ReasonLongString, ""},
 		{"long key", `{"id":"a","type":"chat.start","payload":{"` + strings.Repeat("x", 17) + `":1}}`, small, ReasonLongString, ""},
+		{"escaped duplicate", `{"id":"a","type":"status.get","payload":{"a":1,"\u0061":2}}`, DefaultLimits, ReasonDuplicate, ""},
+		{"many members then duplicate", `{"id":"a","type":"status.get","payload":{"a":1,"b":1,"c":1,"d":1,"e":1,"f":1,"g":1,"h":1,"i":1,"j":1,"c":2}}`, DefaultLimits, ReasonDuplicate, ""},
+		{"numbers and literals", `{"id":"a","type":"chat.start","payload":{"n":[0,-1,1.5,2e10,-3.25E-2,true,false,null,"\u00e9\n"]}}`, DefaultLimits, "", "a"},
+		{"leading zero", `{"id":"a","type":"status.get","payload":{"n":01}}`, DefaultLimits, ReasonParse, ""},
+		{"bare minus", `{"id":"a","type":"status.get","payload":{"n":-}}`, DefaultLimits, ReasonParse, ""},
+		{"bad escape", `{"id":"a","type":"status.get","payload":{"n":"\x"}}`, DefaultLimits, ReasonParse, ""},
+		{"control character", "{\"id\":\"a\",\"type\":\"status.get\",\"payload\":{\"n\":\"\x01\"}}", DefaultLimits, ReasonParse, ""},
 		{"invalid utf8", "{\"id\":\"a\xff\",\"type\":\"status.get\"}", DefaultLimits, ReasonParse, ""},
 	}
 	for _, tc := range cases {
@@ -207,6 +215,27 @@ func FuzzDecodeFrame(f *testing.F) {
 		out := AppendWithMember(nil, fr.Payload, "taskId", "task_1")
 		if !json.Valid(out) {
 			t.Fatalf("AppendWithMember(%s) = %s", fr.Payload, out)
+		}
+	})
+}
+
+// FuzzScannerAgreesWithEncodingJSON: the decoders' scanner accepts exactly the JSON
+// objects of valid UTF-8 encoding/json accepts, unless a limit or a duplicate member
+// refuses them.
+func FuzzScannerAgreesWithEncodingJSON(f *testing.F) {
+	for _, s := range []string{`{"a":[1,2.5e3,"x\u00e9"]}`, `{"a":1,"a":2}`, `{"a":01}`, `{}`, ` {"b":{"c":null}} `, `{"a":"\ud800"}`} {
+		f.Add([]byte(s))
+	}
+	lim := Limits{MaxBytes: 1 << 20, MaxDepth: 1 << 10, MaxStringBytes: 1 << 20}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, err := decodeObject(data, lim)
+		trimmed := strings.TrimLeft(string(data), " \t\r\n")
+		valid := json.Valid(data) && utf8.Valid(data) && strings.HasPrefix(trimmed, "{") // invalid UTF-8 is refused on purpose
+		if err == nil && !valid {
+			t.Fatalf("accepted %q, which encoding/json refuses", data)
+		}
+		if err != nil && err.Reason == ReasonParse && valid {
+			t.Fatalf("refused %q (%v), which encoding/json accepts", data, err)
 		}
 	})
 }

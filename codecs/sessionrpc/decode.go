@@ -3,9 +3,7 @@ package sessionrpc
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"unicode/utf8"
 )
@@ -142,8 +140,11 @@ func DecodeFrame(data []byte, lim Limits) (Frame, *DecodeError) {
 
 // stringMember returns the string raw holds, false when it is absent or not a string.
 func stringMember(raw []byte) (string, bool) {
-	if len(raw) == 0 || raw[0] != '"' {
+	if len(raw) < 2 || raw[0] != '"' {
 		return "", false
+	}
+	if body := raw[1 : len(raw)-1]; bytes.IndexByte(body, '\\') < 0 {
+		return string(body), true // checked by the scanner: no escapes, valid UTF-8
 	}
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
@@ -169,120 +170,290 @@ func decodeObject(data []byte, lim Limits, keep ...string) (map[string][]byte, *
 	if int64(len(data)) > lim.MaxBytes {
 		return nil, &DecodeError{Reason: ReasonTooLarge, Detail: fmt.Sprintf("at most %d bytes", lim.MaxBytes)}
 	}
-	if !utf8.Valid(data) {
-		return nil, &DecodeError{Reason: ReasonParse, Detail: "not UTF-8"}
-	}
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 || data[0] != '{' {
+	sc := scanner{data: data, lim: lim, keep: keep}
+	sc.ws()
+	if sc.pos >= len(data) || data[sc.pos] != '{' {
 		return nil, &DecodeError{Reason: ReasonParse, Detail: "a message is a JSON object"}
 	}
-	w := walker{d: json.NewDecoder(bytes.NewReader(data)), data: data, lim: lim, keep: keep, out: make(map[string][]byte, len(keep))}
-	w.d.UseNumber()
-	tok, err := w.d.Token()
-	if err != nil {
-		return nil, parseError(err)
+	if err := sc.object(1); err != nil {
+		return nil, err
 	}
-	if derr := w.object(tok, 1); derr != nil {
-		return nil, derr
-	}
-	if _, err := w.d.Token(); !errors.Is(err, io.EOF) {
+	sc.ws()
+	if sc.pos != len(data) {
 		return nil, &DecodeError{Reason: ReasonParse, Detail: "data after the object"}
 	}
-	return w.out, nil
+	return sc.out, nil
 }
 
-// walker walks the tokens of one message.
-type walker struct {
-	d    *json.Decoder
+// scanner checks one JSON text in place: syntax (RFC 8259, UTF-8), depth, string lengths
+// and duplicate member names, without building values.
+type scanner struct {
 	data []byte
+	pos  int
 	lim  Limits
 	keep []string
 	out  map[string][]byte
 }
 
-func parseError(err error) *DecodeError {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return &DecodeError{Reason: ReasonParse, Detail: fmt.Sprintf("at byte %d", se.Offset)}
-	}
-	return &DecodeError{Reason: ReasonParse}
+func (s *scanner) syntax() *DecodeError {
+	return &DecodeError{Reason: ReasonParse, Detail: fmt.Sprintf("at byte %d", s.pos)}
 }
 
-// value walks the value that starts with tok at depth (the depth it would open).
-func (w *walker) value(tok json.Token, depth int) *DecodeError {
-	switch t := tok.(type) {
-	case json.Delim:
-		if depth > w.lim.MaxDepth {
-			return &DecodeError{Reason: ReasonTooDeep, Detail: fmt.Sprintf("at most %d levels", w.lim.MaxDepth)}
+func (s *scanner) ws() {
+	for s.pos < len(s.data) {
+		switch s.data[s.pos] {
+		case ' ', '\t', '\n', '\r':
+			s.pos++
+		default:
+			return
 		}
-		if t == '{' {
-			return w.object(t, depth)
+	}
+}
+
+// value checks the value at pos, at depth (the depth an object or array there opens).
+func (s *scanner) value(depth int) *DecodeError {
+	s.ws()
+	if s.pos >= len(s.data) {
+		return s.syntax()
+	}
+	switch c := s.data[s.pos]; {
+	case c == '{':
+		return s.object(depth)
+	case c == '[':
+		return s.array(depth)
+	case c == '"':
+		_, err := s.str()
+		return err
+	case c == '-' || (c >= '0' && c <= '9'):
+		return s.number()
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	}
+	return s.syntax()
+}
+
+func (s *scanner) literal(lit string) *DecodeError {
+	if len(s.data)-s.pos < len(lit) || string(s.data[s.pos:s.pos+len(lit)]) != lit {
+		return s.syntax()
+	}
+	s.pos += len(lit)
+	return nil
+}
+
+func (s *scanner) digits() int {
+	n := 0
+	for s.pos < len(s.data) && s.data[s.pos] >= '0' && s.data[s.pos] <= '9' {
+		s.pos++
+		n++
+	}
+	return n
+}
+
+func (s *scanner) number() *DecodeError {
+	if s.data[s.pos] == '-' {
+		s.pos++
+	}
+	if s.pos < len(s.data) && s.data[s.pos] == '0' {
+		s.pos++
+	} else if s.digits() == 0 {
+		return s.syntax()
+	}
+	if s.pos < len(s.data) && s.data[s.pos] == '.' {
+		s.pos++
+		if s.digits() == 0 {
+			return s.syntax()
 		}
-		return w.array(depth)
-	case string:
-		if len(t) > w.lim.MaxStringBytes {
-			return &DecodeError{Reason: ReasonLongString, Detail: fmt.Sprintf("at most %d bytes", w.lim.MaxStringBytes)}
+	}
+	if s.pos < len(s.data) && (s.data[s.pos] == 'e' || s.data[s.pos] == 'E') {
+		s.pos++
+		if s.pos < len(s.data) && (s.data[s.pos] == '+' || s.data[s.pos] == '-') {
+			s.pos++
+		}
+		if s.digits() == 0 {
+			return s.syntax()
 		}
 	}
 	return nil
 }
 
-func (w *walker) array(depth int) *DecodeError {
+// str checks the string at pos and returns its raw bytes between the quotes.
+func (s *scanner) str() ([]byte, *DecodeError) {
+	s.pos++ // the opening quote
+	start := s.pos
+	for s.pos < len(s.data) {
+		c := s.data[s.pos]
+		switch {
+		case c == '"':
+			raw := s.data[start:s.pos]
+			s.pos++
+			if len(raw) > s.lim.MaxStringBytes {
+				return nil, &DecodeError{Reason: ReasonLongString, Detail: fmt.Sprintf("at most %d bytes", s.lim.MaxStringBytes)}
+			}
+			return raw, nil
+		case c == '\\':
+			s.pos++
+			if s.pos >= len(s.data) {
+				return nil, s.syntax()
+			}
+			switch s.data[s.pos] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.pos++
+			case 'u':
+				if len(s.data)-s.pos < 5 {
+					return nil, s.syntax()
+				}
+				for _, h := range s.data[s.pos+1 : s.pos+5] {
+					if !isHex(h) {
+						return nil, s.syntax()
+					}
+				}
+				s.pos += 5
+			default:
+				return nil, s.syntax()
+			}
+		case c < 0x20:
+			return nil, s.syntax()
+		case c < utf8.RuneSelf:
+			s.pos++
+		default:
+			r, n := utf8.DecodeRune(s.data[s.pos:])
+			if r == utf8.RuneError && n == 1 {
+				return nil, &DecodeError{Reason: ReasonParse, Detail: "not UTF-8"}
+			}
+			s.pos += n
+		}
+	}
+	return nil, s.syntax()
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func (s *scanner) tooDeep() *DecodeError {
+	return &DecodeError{Reason: ReasonTooDeep, Detail: fmt.Sprintf("at most %d levels", s.lim.MaxDepth)}
+}
+
+func (s *scanner) array(depth int) *DecodeError {
+	if depth > s.lim.MaxDepth {
+		return s.tooDeep()
+	}
+	s.pos++ // [
+	s.ws()
+	if s.pos < len(s.data) && s.data[s.pos] == ']' {
+		s.pos++
+		return nil
+	}
 	for {
-		tok, err := w.d.Token()
-		if err != nil {
-			return parseError(err)
+		if err := s.value(depth + 1); err != nil {
+			return err
 		}
-		if tok == json.Delim(']') {
+		s.ws()
+		if s.pos >= len(s.data) {
+			return s.syntax()
+		}
+		switch s.data[s.pos] {
+		case ',':
+			s.pos++
+		case ']':
+			s.pos++
 			return nil
-		}
-		if derr := w.value(tok, depth+1); derr != nil {
-			return derr
+		default:
+			return s.syntax()
 		}
 	}
 }
 
-func (w *walker) object(tok json.Token, depth int) *DecodeError {
-	if tok != json.Delim('{') {
-		return &DecodeError{Reason: ReasonParse, Detail: "a message is a JSON object"}
+// keyName is a member name as compared for duplicates: its raw bytes, or its decoded
+// text when it has escapes ("a" and "\u0061" are the same name).
+func keyName(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw)
 	}
-	if depth > w.lim.MaxDepth {
-		return &DecodeError{Reason: ReasonTooDeep, Detail: fmt.Sprintf("at most %d levels", w.lim.MaxDepth)}
+	var s string
+	if json.Unmarshal(append(append([]byte{'"'}, raw...), '"'), &s) != nil {
+		return string(raw)
 	}
-	var seen map[string]struct{}
+	return s
+}
+
+func (s *scanner) object(depth int) *DecodeError {
+	if depth > s.lim.MaxDepth {
+		return s.tooDeep()
+	}
+	s.pos++ // {
+	s.ws()
+	if s.pos < len(s.data) && s.data[s.pos] == '}' {
+		s.pos++
+		return nil
+	}
+	var small [8]string
+	names := small[:0]
+	var many map[string]struct{}
 	for {
-		tok, err := w.d.Token()
-		if err != nil {
-			return parseError(err)
+		s.ws()
+		if s.pos >= len(s.data) || s.data[s.pos] != '"' {
+			return s.syntax()
 		}
-		if tok == json.Delim('}') {
+		raw, err := s.str()
+		if err != nil {
+			return err
+		}
+		name := keyName(raw)
+		dup := false
+		if many != nil {
+			_, dup = many[name]
+			many[name] = struct{}{}
+		} else {
+			for _, n := range names {
+				if n == name {
+					dup = true
+					break
+				}
+			}
+			names = append(names, name)
+			if len(names) > len(small) {
+				many = make(map[string]struct{}, 2*len(names))
+				for _, n := range names {
+					many[n] = struct{}{}
+				}
+			}
+		}
+		if dup {
+			return &DecodeError{Reason: ReasonDuplicate, Detail: fmt.Sprintf("member %q twice", truncate(name))}
+		}
+		s.ws()
+		if s.pos >= len(s.data) || s.data[s.pos] != ':' {
+			return s.syntax()
+		}
+		s.pos++
+		s.ws()
+		start := s.pos
+		if err := s.value(depth + 1); err != nil {
+			return err
+		}
+		if depth == 1 && wanted(s.keep, name) {
+			if s.out == nil {
+				s.out = make(map[string][]byte, len(s.keep))
+			}
+			s.out[name] = s.data[start:s.pos]
+		}
+		s.ws()
+		if s.pos >= len(s.data) {
+			return s.syntax()
+		}
+		switch s.data[s.pos] {
+		case ',':
+			s.pos++
+		case '}':
+			s.pos++
 			return nil
-		}
-		key, ok := tok.(string)
-		if !ok {
-			return &DecodeError{Reason: ReasonParse}
-		}
-		if len(key) > w.lim.MaxStringBytes {
-			return &DecodeError{Reason: ReasonLongString, Detail: fmt.Sprintf("at most %d bytes", w.lim.MaxStringBytes)}
-		}
-		if seen == nil {
-			seen = make(map[string]struct{}, 4)
-		}
-		if _, dup := seen[key]; dup {
-			return &DecodeError{Reason: ReasonDuplicate, Detail: fmt.Sprintf("member %q twice", truncate(key))}
-		}
-		seen[key] = struct{}{}
-		start := w.d.InputOffset()
-		tok, err = w.d.Token()
-		if err != nil {
-			return parseError(err)
-		}
-		if derr := w.value(tok, depth+1); derr != nil {
-			return derr
-		}
-		if depth == 1 && wanted(w.keep, key) {
-			raw := w.data[start:w.d.InputOffset()]
-			w.out[key] = bytes.TrimLeft(raw, " \t\r\n:")
+		default:
+			return s.syntax()
 		}
 	}
 }

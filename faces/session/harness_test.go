@@ -115,12 +115,39 @@ func (t *scriptTarget) Invoke(ctx context.Context, call *gateway.Call) (*gateway
 		t.opened.Add(1)
 		return &gateway.Result{Stream: &frameStream{t: t, frames: scripts["ok"], delay: d}}, nil
 	}
+	if n, ok := strings.CutPrefix(p.Message, "events:"); ok {
+		t.opened.Add(1)
+		return &gateway.Result{Stream: &frameStream{t: t, frames: eventFrames(n)}}, nil
+	}
 	frames, ok := scripts[p.Message]
 	if !ok {
 		return nil, gateway.Errorf(schemas.CodeInvalidParams, "no script %q", p.Message)
 	}
 	t.opened.Add(1)
 	return &gateway.Result{Stream: &frameStream{t: t, frames: frames}}, nil
+}
+
+var (
+	eventFramesMu sync.Mutex
+	eventFramesOf = map[string][]string{}
+)
+
+// eventFrames returns n text-delta events and a chat.done (n as the decimal text).
+func eventFrames(n string) []string {
+	eventFramesMu.Lock()
+	defer eventFramesMu.Unlock()
+	if f, ok := eventFramesOf[n]; ok {
+		return f
+	}
+	var count int
+	_, _ = fmt.Sscan(n, &count)
+	f := make([]string, 0, count+1)
+	for range count {
+		f = append(f, `{"type":"chat.event","payload":{"type":"text-delta","text":"a token of text"}}`)
+	}
+	f = append(f, `{"type":"chat.done","payload":{"text":"done","usage":{"inputTokens":1,"outputTokens":1}}}`)
+	eventFramesOf[n] = f
+	return f
 }
 
 // frameStream plays frames, then blocks (block) until its context ends, or fails (fail).
@@ -188,7 +215,7 @@ func toolHandler(ctx context.Context, call *gateway.Call) (*gateway.Result, erro
 }
 
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	face   *Face
 	gw     *testGateway
 	srv    *httptest.Server
@@ -197,7 +224,7 @@ type env struct {
 
 // newEnv starts the face with routes "script" (a session target) and "tool" (a capability
 // route), adjusted by tweak.
-func newEnv(t *testing.T, tweak func(*Config)) *env {
+func newEnv(t testing.TB, tweak func(*Config)) *env {
 	t.Helper()
 	cfg := Config{Routes: []sessionrpc.RouteConfig{
 		{Name: "script", Upstream: &sessionrpc.UpstreamConfig{}},

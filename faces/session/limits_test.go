@@ -287,3 +287,12 @@ func TestSlowConsumerIsCutOff(t *testing.T) {
 		t.Fatalf("cause %v, close %d", causeOf(c), c.closeCode)
 	}
 }
+
+func TestTypeOf(t *testing.T) {
+	for _, id := range []string{"rpc_1", `x","type":"chat.done`, `a,"type":"b`} {
+		msg := wire.AppendEnvelope(nil, id, wire.TypeChatQueued, []byte(`{"type":"x"}`))
+		if got := typeOf(msg); got != wire.TypeChatQueued {
+			t.Errorf("id %q: type %q in %s", id, got, msg)
+		}
+	}
+}

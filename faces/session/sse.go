@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,12 +44,20 @@ type sseSink struct {
 	cut  func() // cuts the consumer off (too slow)
 }
 
+// typeOf returns the type of an envelope AppendEnvelope wrote: the first `,"type":"`
+// in it is its type member, as the id before it is escaped (a quote in it is \").
 func typeOf(msg []byte) string {
-	var h struct {
-		Type string `json:"type"`
+	const member = `,"type":"`
+	i := bytes.Index(msg, []byte(member))
+	if i < 0 {
+		return ""
 	}
-	_ = json.Unmarshal(msg, &h)
-	return h.Type
+	rest := msg[i+len(member):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return ""
+	}
+	return string(rest[:j])
 }
 
 func (s *sseSink) send(msg []byte) bool {
