@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -404,17 +405,12 @@ func (s *scanner) object(depth int) *DecodeError {
 			return err
 		}
 		name := keyName(raw)
-		dup := false
+		var dup bool
 		if many != nil {
 			_, dup = many[name]
 			many[name] = struct{}{}
 		} else {
-			for _, n := range names {
-				if n == name {
-					dup = true
-					break
-				}
-			}
+			dup = slices.Contains(names, name)
 			names = append(names, name)
 			if len(names) > len(small) {
 				many = make(map[string]struct{}, 2*len(names))
@@ -436,7 +432,7 @@ func (s *scanner) object(depth int) *DecodeError {
 		if err := s.value(depth + 1); err != nil {
 			return err
 		}
-		if depth == 1 && wanted(s.keep, name) {
+		if depth == 1 && slices.Contains(s.keep, name) {
 			if s.out == nil {
 				s.out = make(map[string][]byte, len(s.keep))
 			}
@@ -456,15 +452,6 @@ func (s *scanner) object(depth int) *DecodeError {
 			return s.syntax()
 		}
 	}
-}
-
-func wanted(keep []string, key string) bool {
-	for _, k := range keep {
-		if k == key {
-			return true
-		}
-	}
-	return false
 }
 
 func truncate(s string) string {

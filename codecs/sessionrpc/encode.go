@@ -186,6 +186,6 @@ const (
 	ErrorDuplicateID     = "duplicate_id"
 	ErrorInvalidPayload  = "invalid_payload"
 	ErrorSlowConsumer    = "slow_consumer"
-	ErrorCredential      = "credential_ended"
+	ErrorCredential      = "credential_ended" //nolint:gosec // an errorId, not a credential
 	ErrorShuttingDown    = "shutting_down"
 )

@@ -330,9 +330,7 @@ func (e *env) dialWS(query string, header http.Header) (*wsClient, *http.Respons
 		return nil, resp, err
 	}
 	wc := &wsClient{c: c, ch: make(chan msg, 1024)}
-	wc.wg.Add(1)
-	go func() {
-		defer wc.wg.Done()
+	wc.wg.Go(func() {
 		defer close(wc.ch)
 		for {
 			_, data, err := c.ReadMessage()
@@ -345,7 +343,7 @@ func (e *env) dialWS(query string, header http.Header) (*wsClient, *http.Respons
 				wc.ch <- m
 			}
 		}
-	}()
+	})
 	return wc, resp, nil
 }
 
@@ -401,10 +399,8 @@ func (c *sseClient) send(id, typ string, payload any) {
 		c.mu.Lock()
 		c.streams[id] = cancel
 		c.mu.Unlock()
-		c.wg.Add(1)
 		started := make(chan struct{})
-		go func() {
-			defer c.wg.Done()
+		c.wg.Go(func() {
 			defer cancel()
 			resp, err := c.post(ctx, path, body)
 			close(started)
@@ -430,7 +426,7 @@ func (c *sseClient) send(id, typ string, payload any) {
 					}
 				}
 			}
-		}()
+		})
 		<-started // requests reach the gateway in the order they were sent
 		return
 	}
@@ -568,7 +564,7 @@ func checkRequest(ms []msg) error {
 				return errors.New("an event before chat.started")
 			}
 			if _, err := chk.Check(wire.Frame{Type: m.Type, Payload: m.Payload}); err != nil {
-				return fmt.Errorf("event %d: %v", i, err)
+				return fmt.Errorf("event %d: %w", i, err)
 			}
 		case wire.TypeChatDone, wire.TypeChatError:
 			terminals++

@@ -70,8 +70,7 @@ type session struct {
 }
 
 func newSession(ctx context.Context, f *Face, cfg Config) *session {
-	return &session{f: f, cfg: cfg, ctx: ctx,
-		active: make(map[string]*request), tasks: make(map[string]*request), idleSince: time.Now()}
+	return &session{f: f, cfg: cfg, ctx: ctx, idleSince: time.Now()} // maps made at the first request: an idle connection holds none
 }
 
 // errorMsg is a chat.error (or error) envelope for id.
@@ -109,6 +108,9 @@ func (s *session) start(id string, route sessionrpc.RouteConfig, payload []byte,
 	r := &request{id: id, taskID: s.f.newTaskID(), route: route, payload: payload, out: out, proto: proto, principal: principal}
 	r.ctx, r.cancel = context.WithCancelCause(s.ctx)
 	s.f.started.Add(1)
+	if s.active == nil {
+		s.active, s.tasks = make(map[string]*request), make(map[string]*request)
+	}
 	s.active[id] = r
 	s.remember(r)
 	out.send(wire.AppendEnvelope(nil, id, wire.TypeChatAccepted, wire.AppendTask(nil, r.taskID)))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,9 +91,7 @@ func (f *Face) call(s *session, r *request) (string, []byte) {
 // the trace id.
 func detail(e *gateway.Error, traceID string) map[string]any {
 	d := make(map[string]any, len(e.Data())+2)
-	for k, v := range e.Data() {
-		d[k] = v
-	}
+	maps.Copy(d, e.Data())
 	d["code"] = schemas.KindOf(e.Code()).Name
 	d["trace_id"] = traceID
 	return d
