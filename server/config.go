@@ -19,6 +19,7 @@ import (
 	grpcface "github.com/gatehouse-dev/gatehouse/faces/grpc"
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	mcpface "github.com/gatehouse-dev/gatehouse/faces/mcp"
+	"github.com/gatehouse-dev/gatehouse/faces/session"
 	"github.com/gatehouse-dev/gatehouse/faces/ws"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/resilience"
@@ -34,16 +35,19 @@ import (
 // Config is the whole configuration file. Each section is the config struct of the module
 // that owns it; the section the server owns (listeners) is defined here.
 type Config struct {
-	Server    ServerConfig              `yaml:"server" json:"server"`
-	JSONRPC   faces.JSONRPCConfig       `yaml:"jsonrpc" json:"jsonrpc"`
-	Batch     faces.BatchConfig         `yaml:"batch" json:"batch"`
-	WebSocket *ws.Config                `yaml:"websocket" json:"websocket,omitempty"`
-	MCPFace   *mcpface.Config           `yaml:"mcp_face" json:"mcp_face,omitempty"`
-	Nekte     *nekte.Section            `yaml:"nekte" json:"nekte,omitempty"`
-	Deadline  resilience.DeadlineConfig `yaml:"deadline" json:"deadline"`
-	Auth      auth.Config               `yaml:"auth" json:"auth"`
-	Routing   routing.Config            `yaml:"routing" json:"routing"`
-	Log       observability.LogConfig   `yaml:"log" json:"log"`
+	Server    ServerConfig        `yaml:"server" json:"server"`
+	JSONRPC   faces.JSONRPCConfig `yaml:"jsonrpc" json:"jsonrpc"`
+	Batch     faces.BatchConfig   `yaml:"batch" json:"batch"`
+	WebSocket *ws.Config          `yaml:"websocket" json:"websocket,omitempty"`
+	// Session is session RPC for interactive clients at /session (faces/session,
+	// docs/session.md); absent, /session answers 404.
+	Session  *session.Config           `yaml:"session" json:"session,omitempty"`
+	MCPFace  *mcpface.Config           `yaml:"mcp_face" json:"mcp_face,omitempty"`
+	Nekte    *nekte.Section            `yaml:"nekte" json:"nekte,omitempty"`
+	Deadline resilience.DeadlineConfig `yaml:"deadline" json:"deadline"`
+	Auth     auth.Config               `yaml:"auth" json:"auth"`
+	Routing  routing.Config            `yaml:"routing" json:"routing"`
+	Log      observability.LogConfig   `yaml:"log" json:"log"`
 	// Metrics turns the Prometheus metrics on or off (on by default); read at start.
 	Metrics observability.MetricsConfig `yaml:"metrics" json:"metrics,omitzero"`
 	State   state.Config                `yaml:"state" json:"state"`
@@ -234,6 +238,10 @@ func (c *Config) applyDefaults() {
 		w := c.WebSocket.WithDefaults(c.JSONRPC.MaxBodyBytes)
 		c.WebSocket = &w
 	}
+	if c.Session != nil {
+		sc := c.Session.WithDefaults(c.JSONRPC.MaxBodyBytes)
+		c.Session = &sc
+	}
 	c.SSE = c.SSE.WithDefaults()
 	c.OpenRPC = c.OpenRPC.WithDefaults()
 	c.Deadline = c.Deadline.WithDefaults()
@@ -287,6 +295,11 @@ func (c *Config) validate(doc *loader.Document) (compiled, loader.ErrorList) {
 	if f := c.MCPFace; f != nil {
 		if err := f.ValidateSessionKey(); err != nil {
 			bad("mcp_face.session_key", "%v", err)
+		}
+	}
+	if sc := c.Session; sc != nil {
+		if err := sc.Validate(); err != nil {
+			bad("session", "%v", err)
 		}
 	}
 	if n := c.Nekte; n != nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	mcpface "github.com/gatehouse-dev/gatehouse/faces/mcp"
+	"github.com/gatehouse-dev/gatehouse/faces/session"
 	"github.com/gatehouse-dev/gatehouse/state/blob"
 )
 
@@ -16,6 +17,11 @@ const wsPath = "/ws"
 func (s *Server) boundaryHandler() http.Handler {
 	return s.counted(s.http.Boundary(
 		httprpc.Route{Method: http.MethodGet, Path: wsPath, Handler: s.ws},
+		httprpc.Route{Method: http.MethodGet, Path: session.Path, Handler: s.session}, // no session section: 404
+		httprpc.Route{Method: http.MethodPost, Path: session.PathChat, Handler: http.HandlerFunc(s.session.ServeChat)},
+		httprpc.Route{Method: http.MethodPost, Path: session.PathAbort, Handler: http.HandlerFunc(s.session.ServeAbort)},
+		httprpc.Route{Method: http.MethodPost, Path: session.PathTask, Handler: http.HandlerFunc(s.session.ServeTask)},
+		httprpc.Route{Method: http.MethodPost, Path: session.PathStatus, Handler: http.HandlerFunc(s.session.ServeStatus)},
 		httprpc.Route{Path: mcpface.Path, Handler: http.HandlerFunc(s.mcp.Serve)}, // s.mcp nil: 404
 		httprpc.Route{Method: http.MethodGet, Path: mcpface.ProtectedResourcePath, Handler: http.HandlerFunc(s.mcp.ServeProtectedResource)},
 		httprpc.Route{Method: http.MethodGet, Path: mcpface.ProtectedResourcePath + mcpface.Path, Handler: http.HandlerFunc(s.mcp.ServeProtectedResource)},

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/codecs/nekte"
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
+	"github.com/gatehouse-dev/gatehouse/faces/session"
 	"github.com/gatehouse-dev/gatehouse/faces/ws"
 )
 
@@ -29,6 +30,18 @@ func (g wsGateway) Acquire() ws.Runtime { return g.acquire() }
 
 // Draining implements ws.Gateway.
 func (g wsGateway) Draining() bool { return g.draining.Load() }
+
+// sessionGateway is the server as the session face sees it.
+type sessionGateway struct{ *Server }
+
+// Acquire implements session.Gateway.
+func (g sessionGateway) Acquire() session.Runtime { return g.acquire() }
+
+// Draining implements session.Gateway.
+func (g sessionGateway) Draining() bool { return g.draining.Load() }
+
+// Session implements session.Runtime.
+func (rt *runtime) Session() *session.Config { return rt.cfg.Session }
 
 // HTTP implements httprpc.Runtime.
 func (rt *runtime) HTTP() httprpc.Settings {

@@ -22,6 +22,7 @@ import (
 	grpcface "github.com/gatehouse-dev/gatehouse/faces/grpc"
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	mcpface "github.com/gatehouse-dev/gatehouse/faces/mcp"
+	"github.com/gatehouse-dev/gatehouse/faces/session"
 	"github.com/gatehouse-dev/gatehouse/faces/ws"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
@@ -105,6 +106,7 @@ type Server struct {
 	draining     atomic.Bool
 	http         *httprpc.Face    // the JSON-RPC face over HTTP, whose router the boundary serves
 	ws           *ws.Face         // the JSON-RPC face over WebSocket
+	session      *session.Face    // session RPC at /session (WebSocket and HTTP+SSE)
 	fresh        faces.FreshConns // boundary connections without a request yet, closed at drain
 	tls          listenersTLS     // the listeners' TLS sources (tls.go)
 	// calls is the context every boundary request derives from; shutdown cancels it with
@@ -199,6 +201,7 @@ func newServer(cfg *Config, opts Options) (_ *Server, err error) {
 	s := &Server{opts: opts, log: opts.Logger, listen: cfg.Server, stateCfg: cfg.State}
 	s.http = httprpc.New(httpGateway{s}, s.log)
 	s.ws = ws.New(wsGateway{s}, s.log)
+	s.session = session.New(sessionGateway{s}, s.log)
 	s.startMetrics(cfg)
 	// What is opened is closed again, in reverse, when a later step fails.
 	var undo []func()
@@ -461,7 +464,7 @@ func (s *Server) shutdown() error {
 			}
 		})
 	}
-	wsErr := s.ws.Drain(ctx)
+	wsErr := errors.Join(s.ws.Drain(ctx), s.session.Drain(ctx))
 	wg.Wait()
 	adminErr := s.admin.Shutdown(ctx)
 	s.closeCore()

@@ -1,0 +1,435 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/gatehouse-dev/gatehouse/auth"
+	wire "github.com/gatehouse-dev/gatehouse/codecs/sessionrpc"
+	"github.com/gatehouse-dev/gatehouse/faces"
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/observability"
+	"github.com/gatehouse-dev/gatehouse/schemas"
+)
+
+// bearerPrefix starts the Sec-WebSocket-Protocol entry carrying a bearer token.
+const bearerPrefix = "bearer."
+
+// Close codes and reasons of a connection the gateway ends.
+const (
+	// CloseCredentialEnded (4001) closes a connection whose credential expired or was
+	// revoked; the reason is CloseReasonExpired or CloseReasonRevoked.
+	CloseCredentialEnded = 4001
+	CloseReasonExpired   = "credential expired"
+	CloseReasonRevoked   = "credential revoked"
+	closeReasonShutdown  = "server shutting down"
+)
+
+// serverMsgID is the id of a message the gateway sends unasked (a credential's end).
+const serverMsgID = "rpc_gateway"
+
+// credentials returns the credentials of a GET /session upgrade — its headers, or a
+// bearer token offered as the subprotocol bearer.<token> — and the subprotocol to echo.
+// Two bearer entries, or one with an Authorization header, are ambiguous; an empty one is
+// malformed.
+func credentials(r *http.Request) (gateway.Credentials, string, *gateway.Error) {
+	creds := faces.HTTPCredentials(r, gateway.ZoneExternal)
+	var entry string
+	for _, p := range websocket.Subprotocols(r) {
+		if !strings.HasPrefix(p, bearerPrefix) {
+			continue
+		}
+		if entry != "" {
+			return creds, "", refusal(auth.ReasonAmbiguous)
+		}
+		entry = p
+	}
+	switch {
+	case entry == "":
+		return creds, "", nil
+	case r.Header.Get("Authorization") != "":
+		return creds, "", refusal(auth.ReasonAmbiguous)
+	case entry == bearerPrefix:
+		return creds, "", refusal(auth.ReasonMalformed)
+	}
+	creds.Bearer = entry[len(bearerPrefix):]
+	return creds, entry, nil
+}
+
+func refusal(reason auth.Reason) *gateway.Error {
+	return gateway.NewError(schemas.CodeAuthentication).With(auth.DataReason, string(reason))
+}
+
+// ServeHTTP serves GET /session: the caller is authenticated from the upgrade request
+// (Authorization, X-API-Key, or the subprotocol bearer.<token>, then echoed), ?route=
+// picks the connection's route, and each text message is one envelope.
+func (f *Face) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rt := f.gw.Acquire()
+	p, cfg := rt.Pipeline(), rt.Session()
+	traceID := observability.NewTraceID()
+	if cfg == nil {
+		rt.Release()
+		faces.WriteHTTPError(w, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "Session RPC is not enabled"), traceID, faces.EncodingJSON)
+		return
+	}
+	creds, subprotocol, refused := credentials(r)
+	if refused != nil {
+		rt.Release()
+		faces.WriteChallenge(w, refused, traceID, faces.EncodingJSON, "")
+		return
+	}
+	principal, err := rt.Authenticator().Authenticate(r.Context(), creds)
+	live := p.Liveness
+	rt.Release()
+	if err != nil {
+		faces.WriteChallenge(w, gateway.AsError(err), traceID, faces.EncodingJSON, "")
+		return
+	}
+	route, ok := cfg.route(r.URL.Query().Get("route"))
+	if !ok {
+		faces.WriteHTTPError(w, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "No such session route").With("errorId", wire.ErrorUnknownRoute), traceID, faces.EncodingJSON)
+		return
+	}
+	if f.gw.Draining() {
+		faces.WriteHTTPError(w, http.StatusServiceUnavailable, gateway.NewError(schemas.CodeShuttingDown), traceID, faces.EncodingJSON)
+		return
+	}
+	up := websocket.Upgrader{
+		CheckOrigin:     originChecker(cfg.AllowedOrigins),
+		ReadBufferSize:  cfg.ReadBufferBytes,
+		WriteBufferSize: cfg.WriteBufferBytes,
+		WriteBufferPool: f.writeBuffers(cfg.WriteBufferBytes),
+	}
+	if subprotocol != "" {
+		up.Subprotocols = []string{subprotocol}
+	}
+	conn, err := up.Upgrade(w, r, http.Header{"X-Trace-Id": {traceID}})
+	if err != nil {
+		return // the upgrader has answered
+	}
+	c := newConn(f, conn, *cfg, route.Name)
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, closeReasonShutdown), time.Now().Add(time.Second))
+		_ = conn.Close()
+		return
+	}
+	f.conns[c] = struct{}{}
+	f.mu.Unlock()
+	c.cred = live.Watch(principal, c.credentialEnded)
+	go c.serve()
+}
+
+func originChecker(allowed []string) func(*http.Request) bool {
+	return func(r *http.Request) bool {
+		origin := r.Header.Get("Origin")
+		if origin == "" || slices.Contains(allowed, "*") || slices.Contains(allowed, origin) {
+			return true
+		}
+		u, err := url.Parse(origin)
+		return err == nil && strings.EqualFold(u.Host, r.Host)
+	}
+}
+
+// wsConn is one WebSocket connection: one reader, a writer while there is something to
+// write, and the goroutine of its running request.
+type wsConn struct {
+	f     *Face
+	conn  *websocket.Conn
+	cfg   Config
+	route string
+	cred  *auth.Watch
+	sess  *session
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	send *faces.Outbox[[]byte]
+
+	closeOnce sync.Once
+	closing   chan struct{}
+	closeCode int
+	closeText string
+	draining  chan struct{}
+	drainOnce sync.Once
+	endMu     sync.Mutex
+	endCode   int // set when the credential ended: the close code serve uses
+	endText   string
+	endErr    error
+
+	wmu        sync.Mutex
+	serving    bool
+	writing    bool
+	finished   bool
+	pingDue    bool
+	ping       *time.Timer
+	writerDone chan struct{}
+	done       chan struct{}
+}
+
+func newConn(f *Face, conn *websocket.Conn, cfg Config, route string) *wsConn {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	c := &wsConn{f: f, conn: conn, cfg: cfg, route: route, ctx: ctx, cancel: cancel,
+		send:       faces.NewOutbox(cfg.SendQueue, cfg.SendQueueBytes, func(b []byte) int { return len(b) }),
+		closing:    make(chan struct{}),
+		draining:   make(chan struct{}),
+		writerDone: make(chan struct{}),
+		done:       make(chan struct{}),
+	}
+	c.sess = newSession(ctx, f, cfg)
+	return c
+}
+
+// sink implementation: every request of the connection writes to it.
+func (c *wsConn) sendMsg(msg []byte) bool {
+	if c.send.Push(c.ctx, msg, faces.SlowConsumerWait(c.cfg.WriteTimeout)) {
+		c.kick()
+		return true
+	}
+	if c.ctx.Err() == nil {
+		c.slow()
+	}
+	return false
+}
+
+type wsSink struct{ c *wsConn }
+
+func (s wsSink) send(msg []byte) bool { return s.c.sendMsg(msg) }
+func (s wsSink) final(msg []byte)     { s.c.sendMsg(msg) }
+func (s wsSink) offer(msg []byte) bool {
+	c := s.c
+	if c.ctx.Err() != nil || !c.send.TryPush(msg, c.cfg.SendQueue/2, c.cfg.SendQueueBytes/2) {
+		return false
+	}
+	c.kick()
+	return true
+}
+
+// slow cuts off a consumer that cannot keep up: its requests are abandoned, what is
+// queued for it dropped, and it is closed with 1008.
+func (c *wsConn) slow() {
+	c.f.log.Warn("disconnecting slow session consumer", "queued", c.send.Len(), "send_queue", c.cfg.SendQueue)
+	c.cancel(errSlow)
+	c.closeWith(websocket.ClosePolicyViolation, faces.CloseReasonSlow)
+	if c.conn != nil {
+		_ = c.conn.SetReadDeadline(time.Now())
+	}
+}
+
+// credentialEnded ends the connection whose credential expired or was revoked: its
+// requests end with chat.error "credential_ended", an error message says why, and it
+// closes with 4001. It does not block.
+func (c *wsConn) credentialEnded(err error) {
+	text := CloseReasonRevoked
+	if auth.ReasonOf(err) == auth.ReasonExpired {
+		text = CloseReasonExpired
+	}
+	c.endMu.Lock()
+	if c.endCode == 0 {
+		c.endCode, c.endText, c.endErr = CloseCredentialEnded, text, err
+	}
+	c.endMu.Unlock()
+	ge := gateway.AsError(err)
+	if c.send.TryPush(errorMsg(serverMsgID, wire.TypeError, "", wire.ErrorCredential, ge, nil), c.cfg.SendQueue, c.cfg.SendQueueBytes) {
+		c.kick()
+	}
+	_ = c.conn.SetReadDeadline(time.Now()) // serve ends the requests, then closes
+}
+
+func (c *wsConn) serve() {
+	defer close(c.done)
+	defer func() {
+		c.f.mu.Lock()
+		delete(c.f.conns, c)
+		c.f.mu.Unlock()
+	}()
+	defer c.cred.Stop()
+	c.startWriter()
+	c.readLoop()
+	c.endMu.Lock()
+	code, text, endErr := c.endCode, c.endText, c.endErr
+	c.endMu.Unlock()
+	switch {
+	case code != 0: // the credential ended: its requests are told so, then the close
+		c.sess.close(endErr, true)
+	case isClosed(c.draining):
+		c.sess.dropQueued(errShutdown)
+		c.sess.runs.Wait()
+		code, text = websocket.CloseGoingAway, closeReasonShutdown
+	default: // the peer is gone or broke the protocol
+		c.cancel(errGone)
+		c.sess.close(errGone, false)
+		code, text = websocket.CloseGoingAway, closeReasonShutdown
+	}
+	c.closeWith(code, text)
+	<-c.writerDone
+	c.cancel(errGone)
+}
+
+func (c *wsConn) readLoop() {
+	c.conn.SetReadLimit(c.cfg.MaxMessageBytes)
+	alive := func() { _ = c.conn.SetReadDeadline(time.Now().Add(c.cfg.PingInterval + c.cfg.PongTimeout)) }
+	alive()
+	c.conn.SetPongHandler(func(string) error { alive(); return nil })
+	for {
+		mt, data, err := c.conn.ReadMessage()
+		if err != nil || isClosed(c.draining) || c.ctx.Err() != nil {
+			if err != nil && strings.Contains(err.Error(), "read limit exceeded") {
+				c.closeWith(websocket.CloseMessageTooBig, "message too large")
+			}
+			return
+		}
+		alive()
+		if mt != websocket.TextMessage {
+			c.sendMsg(envelopeError("rpc_unknown", &wire.DecodeError{Reason: wire.ReasonParse, Detail: "session messages are JSON text"}))
+			continue
+		}
+		c.f.handle(c.sess, data, wsSink{c}, c.route, c.cred.Principal, c.cfg)
+	}
+}
+
+// envelopeError is the error message answering an envelope that could not be decoded.
+func envelopeError(id string, d *wire.DecodeError) []byte {
+	if d.ID != "" {
+		id = d.ID
+	}
+	code := schemas.CodeInvalidRequest
+	if d.Reason == wire.ReasonParse {
+		code = schemas.CodeParseError
+	}
+	if d.Reason == wire.ReasonTooLarge {
+		code = schemas.CodePayloadTooLarge
+	}
+	p, _ := json.Marshal(wire.ErrorPayload{ErrorID: d.Reason, Message: d.Error(), Code: int(code)})
+	return wire.AppendEnvelope(nil, id, wire.TypeError, p)
+}
+
+func (c *wsConn) beginDrain() {
+	c.drainOnce.Do(func() { close(c.draining) })
+	_ = c.conn.SetReadDeadline(time.Now())
+}
+
+func (c *wsConn) abort() {
+	c.cancel(errShutdown)
+	c.closeWith(websocket.CloseGoingAway, closeReasonShutdown)
+	_ = c.conn.Close()
+}
+
+func (c *wsConn) closeWith(code int, text string) {
+	c.closeOnce.Do(func() {
+		c.closeCode, c.closeText = code, text
+		close(c.closing)
+		c.kick()
+	})
+}
+
+func (c *wsConn) startWriter() {
+	c.wmu.Lock()
+	c.serving = true
+	c.ping = time.AfterFunc(c.cfg.PingInterval, c.pingTimer)
+	c.wmu.Unlock()
+	c.kick()
+}
+
+func (c *wsConn) pingTimer() {
+	c.wmu.Lock()
+	if c.finished {
+		c.wmu.Unlock()
+		return
+	}
+	c.pingDue = true
+	c.ping.Reset(c.cfg.PingInterval)
+	c.wmu.Unlock()
+	c.kick()
+}
+
+// kick starts the writer unless it runs, has finished, or may not run yet.
+func (c *wsConn) kick() {
+	c.wmu.Lock()
+	start := c.serving && !c.writing && !c.finished
+	c.writing = c.writing || start
+	c.wmu.Unlock()
+	if start {
+		go c.writeLoop()
+	}
+}
+
+// writeLoop writes what is queued, then a due ping, and exits when there is nothing left,
+// or says goodbye once closing is closed.
+func (c *wsConn) writeLoop() {
+	for {
+		select {
+		case <-c.closing:
+			if c.closeCode == websocket.ClosePolicyViolation {
+				c.send.Drop()
+			} else {
+				for {
+					msg, ok := c.send.Pop()
+					if !ok || c.write(msg) != nil {
+						break
+					}
+				}
+			}
+			_ = c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.closeCode, c.closeText), time.Now().Add(c.cfg.WriteTimeout))
+			c.finishWriter()
+			return
+		default:
+		}
+		if msg, ok := c.send.Pop(); ok {
+			if c.write(msg) != nil {
+				c.cancel(errGone)
+				_ = c.conn.SetReadDeadline(time.Now())
+				c.finishWriter()
+				return
+			}
+			continue
+		}
+		c.wmu.Lock()
+		ping := c.pingDue
+		c.pingDue = false
+		if !ping && c.send.Len() == 0 && !isClosed(c.closing) {
+			c.writing = false
+			c.wmu.Unlock()
+			return
+		}
+		c.wmu.Unlock()
+		if ping && c.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.cfg.WriteTimeout)) != nil {
+			c.cancel(errGone)
+			_ = c.conn.SetReadDeadline(time.Now())
+			c.finishWriter()
+			return
+		}
+	}
+}
+
+func (c *wsConn) finishWriter() {
+	c.wmu.Lock()
+	c.finished = true
+	c.ping.Stop()
+	c.wmu.Unlock()
+	_ = c.conn.Close()
+	close(c.writerDone)
+}
+
+func (c *wsConn) write(msg []byte) error {
+	_ = c.conn.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
+	return c.conn.WriteMessage(websocket.TextMessage, msg)
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
