@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +22,20 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/codecs/sessionrpc"
 	"github.com/gatehouse-dev/gatehouse/schemas"
+)
+
+// Members and states the chat writes more than once.
+const (
+	keyTaskID    = "taskId"
+	keyErrorID   = "errorId"
+	keyType      = "type"
+	keyMessage   = "message"
+	keyText      = "text"
+	stateDone    = "done"
+	stateError   = "error"
+	stateAborted = "aborted"
+	stateQueued  = "queued"
+	stateRunning = "running"
 )
 
 // Defaults of ChatOptions.
@@ -174,7 +190,9 @@ func (c *Chat) Serve(ctx context.Context, ln net.Listener) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
-	<-errc
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
 	return nil
 }
 
@@ -301,7 +319,7 @@ func envelope(id, typ string, payload any) []byte {
 
 // protocolError is the payload of an error message or a chat.error.
 func protocolError(errorID, message string, code schemas.Code) map[string]any {
-	return map[string]any{"errorId": errorID, "message": message, "code": code}
+	return map[string]any{keyErrorID: errorID, keyMessage: message, "code": code}
 }
 
 // chatSession is one queue: a WebSocket connection's, or an HTTP session id's.
@@ -348,7 +366,7 @@ func (r *chatRequest) snapshot() (string, int) {
 
 func (r *chatRequest) finished() bool {
 	s, _ := r.snapshot()
-	return s == "done" || s == "error" || s == "aborted"
+	return s == stateDone || s == stateError || s == stateAborted
 }
 
 // chatStartPayload is what the demo reads of a chat.start payload.
@@ -399,15 +417,15 @@ func (s *chatSession) start(id string, payload json.RawMessage, send func([]byte
 	s.byID[id] = r
 	if run {
 		s.running = r
-		r.setState("running", 0)
+		r.setState(stateRunning, 0)
 	} else {
 		s.queue = append(s.queue, r)
-		r.setState("queued", len(s.queue))
+		r.setState(stateQueued, len(s.queue))
 	}
 	// Sent under the lock, so a request's accepted and queued come before its started.
-	send(envelope(id, sessionrpc.TypeChatAccepted, map[string]any{"taskId": r.taskID}))
+	send(envelope(id, sessionrpc.TypeChatAccepted, map[string]any{keyTaskID: r.taskID}))
 	if !run {
-		send(envelope(id, sessionrpc.TypeChatQueued, map[string]any{"taskId": r.taskID, "position": len(s.queue)}))
+		send(envelope(id, sessionrpc.TypeChatQueued, map[string]any{keyTaskID: r.taskID, "position": len(s.queue)}))
 	}
 	s.mu.Unlock()
 	s.c.remember(r)
@@ -422,7 +440,7 @@ func (s *chatSession) run(r *chatRequest) {
 	defer s.c.wg.Done()
 	for r != nil {
 		s.c.started.Add(1)
-		r.send(envelope(r.id, sessionrpc.TypeChatStarted, map[string]any{"taskId": r.taskID}))
+		r.send(envelope(r.id, sessionrpc.TypeChatStarted, map[string]any{keyTaskID: r.taskID}))
 		done, err := s.c.reply(r)
 		s.finish(r, done, err)
 		r = s.next()
@@ -436,19 +454,19 @@ func (s *chatSession) finish(r *chatRequest, done map[string]any, err error) {
 	switch {
 	case err == nil:
 		s.c.completed.Add(1)
-		done["taskId"] = r.taskID
-		r.setState("done", 0)
+		done[keyTaskID] = r.taskID
+		r.setState(stateDone, 0)
 		r.send(envelope(r.id, sessionrpc.TypeChatDone, done))
 	case r.ctx.Err() != nil:
 		s.c.aborted.Add(1)
-		r.setState("aborted", 0)
+		r.setState(stateAborted, 0)
 		e := protocolError("aborted", "the request was aborted", schemas.CodeCancelled)
-		e["taskId"] = r.taskID
+		e[keyTaskID] = r.taskID
 		r.send(envelope(r.id, sessionrpc.TypeChatError, e))
 	default:
-		r.setState("error", 0)
+		r.setState(stateError, 0)
 		e := protocolError("agent_failed", err.Error(), schemas.CodeAgentExecution)
-		e["taskId"] = r.taskID
+		e[keyTaskID] = r.taskID
 		r.send(envelope(r.id, sessionrpc.TypeChatError, e))
 	}
 }
@@ -472,7 +490,7 @@ func (s *chatSession) next() *chatRequest {
 	r := s.queue[0]
 	s.queue = s.queue[1:]
 	s.running = r
-	r.setState("running", 0)
+	r.setState(stateRunning, 0)
 	s.reemit()
 	return r
 }
@@ -480,8 +498,8 @@ func (s *chatSession) next() *chatRequest {
 // reemit sends every queued request its position (under s.mu).
 func (s *chatSession) reemit() {
 	for i, q := range s.queue {
-		q.setState("queued", i+1)
-		q.send(envelope(q.id, sessionrpc.TypeChatQueued, map[string]any{"taskId": q.taskID, "position": i + 1}))
+		q.setState(stateQueued, i+1)
+		q.send(envelope(q.id, sessionrpc.TypeChatQueued, map[string]any{keyTaskID: q.taskID, "position": i + 1}))
 	}
 }
 
@@ -489,10 +507,10 @@ func (s *chatSession) reemit() {
 func (s *chatSession) endQueued(q *chatRequest) {
 	delete(s.byID, q.id)
 	q.cancel()
-	q.setState("aborted", 0)
+	q.setState(stateAborted, 0)
 	s.c.aborted.Add(1)
 	e := protocolError("aborted", "the request was aborted", schemas.CodeCancelled)
-	e["taskId"] = q.taskID
+	e[keyTaskID] = q.taskID
 	q.send(envelope(q.id, sessionrpc.TypeChatError, e))
 	close(q.end)
 }
@@ -515,10 +533,10 @@ func (s *chatSession) abort(id string) (bool, string) {
 		r.abortBy = true
 		r.mu.Unlock()
 		r.cancel() // the runner ends it at its next step
-		return true, "running"
+		return true, stateRunning
 	}
 	s.removeQueued(r)
-	return true, "queued"
+	return true, stateQueued
 }
 
 // closeAll aborts every request of s (its connection ended) and waits for them.
@@ -543,8 +561,8 @@ func (s *chatSession) closeAll() {
 func (c *Chat) findByRequest(id string) *chatRequest {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for i := len(c.order) - 1; i >= 0; i-- {
-		if r := c.tasks[c.order[i]]; r != nil && r.id == id {
+	for _, taskID := range slices.Backward(c.order) {
+		if r := c.tasks[taskID]; r != nil && r.id == id {
 			return r
 		}
 	}
@@ -562,8 +580,8 @@ func (c *Chat) taskStatus(id string, payload json.RawMessage) []byte {
 		return envelope(id, sessionrpc.TypeError, protocolError("task_not_found", "no such task", schemas.CodeTaskNotFound))
 	}
 	st, pos := r.snapshot()
-	res := map[string]any{"taskId": r.taskID, "requestId": r.id, "state": st}
-	if st == "queued" {
+	res := map[string]any{keyTaskID: r.taskID, "requestId": r.id, "state": st}
+	if st == stateQueued {
 		res["position"] = pos
 	}
 	return envelope(id, sessionrpc.TypeTaskStatusResult, res)

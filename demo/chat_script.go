@@ -17,6 +17,8 @@ import (
 // becomes a tool-output event) and then answers with text.
 const chatTool = "test_tool_with_progress"
 
+const keySuccess = "success"
+
 // reply runs the scripted conversation for r, sending its chat.event messages, and
 // returns the chat.done payload. It stops with r.ctx's error at the first event after an
 // abort.
@@ -30,11 +32,11 @@ func (c *Chat) reply(r *chatRequest) (map[string]any, error) {
 		return nil
 	}
 	msg := r.start.Message
-	if err := emit(map[string]any{"type": sessionrpc.EventStatus, "status": "thinking", "message": "Reading your message"}); err != nil {
+	if err := emit(map[string]any{keyType: sessionrpc.EventStatus, "status": "thinking", keyMessage: "Reading your message"}); err != nil {
 		return nil, err
 	}
-	if err := emit(map[string]any{"type": sessionrpc.EventReasoning,
-		"text": fmt.Sprintf("The user wrote %d words. I will run the demo tool %s and then answer.", len(strings.Fields(msg)), chatTool)}); err != nil {
+	if err := emit(map[string]any{keyType: sessionrpc.EventReasoning,
+		keyText: fmt.Sprintf("The user wrote %d words. I will run the demo tool %s and then answer.", len(strings.Fields(msg)), chatTool)}); err != nil {
 		return nil, err
 	}
 	toolText := "(no tool call)"
@@ -47,28 +49,28 @@ func (c *Chat) reply(r *chatRequest) (map[string]any, error) {
 	text := fmt.Sprintf("You said: %q. The demo tool answered: %s.", msg, toolText)
 	words := strings.SplitAfter(text, " ")
 	for _, w := range words {
-		if err := emit(map[string]any{"type": sessionrpc.EventTextDelta, "text": w}); err != nil {
+		if err := emit(map[string]any{keyType: sessionrpc.EventTextDelta, keyText: w}); err != nil {
 			return nil, err
 		}
 	}
 	for i := range r.start.Options.Repeat {
-		if err := emit(map[string]any{"type": sessionrpc.EventTextDelta, "text": " " + strconv.Itoa(i)}); err != nil {
+		if err := emit(map[string]any{keyType: sessionrpc.EventTextDelta, keyText: " " + strconv.Itoa(i)}); err != nil {
 			return nil, err
 		}
 	}
 	usage := map[string]any{"inputTokens": len(strings.Fields(msg)), "outputTokens": len(words) + r.start.Options.Repeat}
-	if err := emit(map[string]any{"type": sessionrpc.EventUsage, "inputTokens": usage["inputTokens"], "outputTokens": usage["outputTokens"]}); err != nil {
+	if err := emit(map[string]any{keyType: sessionrpc.EventUsage, "inputTokens": usage["inputTokens"], "outputTokens": usage["outputTokens"]}); err != nil {
 		return nil, err
 	}
-	if err := emit(map[string]any{"type": sessionrpc.EventChecklist, "groupId": "demo-" + r.taskID, "title": "What the demo did",
-		"items": []map[string]any{{"text": "read the message", "done": true}, {"text": "call " + chatTool, "done": !r.start.Options.NoTool},
-			{"text": "answer", "done": true}}}); err != nil {
+	if err := emit(map[string]any{keyType: sessionrpc.EventChecklist, "groupId": "demo-" + r.taskID, "title": "What the demo did",
+		"items": []map[string]any{{keyText: "read the message", stateDone: true}, {keyText: "call " + chatTool, stateDone: !r.start.Options.NoTool},
+			{keyText: "answer", stateDone: true}}}); err != nil {
 		return nil, err
 	}
 	if err := c.pause(ctx); err != nil {
 		return nil, err
 	}
-	return map[string]any{"text": text, "usage": usage}, nil
+	return map[string]any{keyText: text, "usage": usage}, nil
 }
 
 // pause waits the configured delay between events, or returns ctx's error.
@@ -90,7 +92,7 @@ func (c *Chat) pause(ctx context.Context) error {
 // tool-call, a tool-output per progress notification, and tool-result.
 func (c *Chat) callTool(ctx context.Context, r *chatRequest, emit func(map[string]any) error) (string, error) {
 	callID := "call_" + strings.TrimPrefix(r.taskID, "task_")
-	if err := emit(map[string]any{"type": sessionrpc.EventToolCall, "id": callID, "name": chatTool, "args": map[string]any{}}); err != nil {
+	if err := emit(map[string]any{keyType: sessionrpc.EventToolCall, "id": callID, "name": chatTool, "args": map[string]any{}}); err != nil {
 		return "", err
 	}
 	token := "demo-chat-" + r.taskID
@@ -119,7 +121,7 @@ func (c *Chat) callTool(ctx context.Context, r *chatRequest, emit func(map[strin
 	for waiting := true; waiting; {
 		select {
 		case out := <-progress:
-			if err := emit(map[string]any{"type": sessionrpc.EventToolOutput, "id": callID, "output": out}); err != nil {
+			if err := emit(map[string]any{keyType: sessionrpc.EventToolOutput, "id": callID, "output": out}); err != nil {
 				<-answered
 				return "", err
 			}
@@ -130,7 +132,7 @@ func (c *Chat) callTool(ctx context.Context, r *chatRequest, emit func(map[strin
 	for drained := false; !drained; { // progress sent before the result
 		select {
 		case out := <-progress:
-			if err := emit(map[string]any{"type": sessionrpc.EventToolOutput, "id": callID, "output": out}); err != nil {
+			if err := emit(map[string]any{keyType: sessionrpc.EventToolOutput, "id": callID, "output": out}); err != nil {
 				return "", err
 			}
 		default:
@@ -141,21 +143,21 @@ func (c *Chat) callTool(ctx context.Context, r *chatRequest, emit func(map[strin
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
-		if err := emit(map[string]any{"type": sessionrpc.EventToolResult, "id": callID, "success": false,
-			"error": map[string]any{"errorId": "tool_unavailable", "message": a.err.Error()}}); err != nil {
+		if err := emit(map[string]any{keyType: sessionrpc.EventToolResult, "id": callID, keySuccess: false,
+			stateError: map[string]any{keyErrorID: "tool_unavailable", keyMessage: a.err.Error()}}); err != nil {
 			return "", err
 		}
 		return "(the tool failed)", nil
 	}
 	text := toolResultText(a.res)
 	if a.res.IsError {
-		if err := emit(map[string]any{"type": sessionrpc.EventToolResult, "id": callID, "success": false,
-			"error": map[string]any{"errorId": "tool_error", "message": text}}); err != nil {
+		if err := emit(map[string]any{keyType: sessionrpc.EventToolResult, "id": callID, keySuccess: false,
+			stateError: map[string]any{keyErrorID: "tool_error", keyMessage: text}}); err != nil {
 			return "", err
 		}
 		return "(the tool failed)", nil
 	}
-	if err := emit(map[string]any{"type": sessionrpc.EventToolResult, "id": callID, "success": true, "result": map[string]any{"text": text}}); err != nil {
+	if err := emit(map[string]any{keyType: sessionrpc.EventToolResult, "id": callID, keySuccess: true, "result": map[string]any{keyText: text}}); err != nil {
 		return "", err
 	}
 	return text, nil
@@ -178,7 +180,7 @@ func (c *Chat) onNotification(n mcp.JSONRPCNotification) {
 		return
 	}
 	token, _ := n.Params.AdditionalFields["progressToken"].(string)
-	msg, _ := n.Params.AdditionalFields["message"].(string)
+	msg, _ := n.Params.AdditionalFields[keyMessage].(string)
 	if msg == "" {
 		b, _ := json.Marshal(n.Params.AdditionalFields["progress"])
 		msg = "progress " + string(b)

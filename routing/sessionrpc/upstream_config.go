@@ -79,7 +79,7 @@ type UpstreamConfig struct {
 // WithDefaults returns c with every unset limit at its default and Transport resolved.
 func (c UpstreamConfig) WithDefaults() UpstreamConfig {
 	if c.Transport == "" {
-		if u, err := url.Parse(c.URL); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		if u, err := url.Parse(c.URL); err == nil && isHTTP(u.Scheme) {
 			c.Transport = TransportSSE
 		} else {
 			c.Transport = TransportWebSocket
@@ -116,7 +116,7 @@ func (c UpstreamConfig) Validate() error {
 			return fmt.Errorf("upstream.url: transport websocket needs a ws:// or wss:// URL, not %s://", u.Scheme)
 		}
 	case TransportSSE:
-		if u.Scheme != "http" && u.Scheme != "https" {
+		if !isHTTP(u.Scheme) {
 			return fmt.Errorf("upstream.url: transport sse needs an http:// or https:// URL, not %s://", u.Scheme)
 		}
 	default:
@@ -141,7 +141,7 @@ func (c UpstreamConfig) Validate() error {
 		return errors.New("upstream: args, env and dir need a command")
 	}
 	if mode, _ := gateway.ParseHopMode(c.DownstreamToken.Mode); mode != gateway.HopNone && !c.AllowPlaintextHopToken &&
-		(u.Scheme == "ws" || u.Scheme == "http") && !isLoopback(u.Hostname()) {
+		(u.Scheme == "ws" || u.Scheme == schemeHTTP) && !isLoopback(u.Hostname()) {
 		return fmt.Errorf("upstream.url %s is plain text to a host that is not loopback, and would carry a hop token in the clear: "+
 			"use wss:// or https://, set downstream_token.mode: none, or set allow_plaintext_hop_token: true if the network path is trusted", u.Redacted())
 	}
@@ -157,3 +157,8 @@ func isLoopback(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+const schemeHTTP = "http"
+
+// isHTTP reports whether scheme is http or https.
+func isHTTP(scheme string) bool { return scheme == schemeHTTP || scheme == "https" }

@@ -126,11 +126,12 @@ func (p *supervisor) runOnce() bool {
 		_ = terminateGroup(cmd)
 		t := time.NewTimer(p.cfg.StopGrace)
 		select {
-		case <-exited:
+		case err := <-exited:
 			t.Stop()
+			p.log.Info("session upstream command stopped", "reason", exitReason(err))
 		case <-t.C:
 			_ = killGroup(cmd)
-			<-exited
+			p.log.Warn("session upstream command killed after stop_grace", "reason", exitReason(<-exited))
 		}
 		_ = killGroup(cmd) // whatever it left behind in its group
 		p.set(false, "stopped")

@@ -19,7 +19,7 @@ import (
 
 // dialWS opens a WebSocket connection to the upstream presenting bearer (if any) as the
 // subprotocol "bearer.<token>".
-func (u *Upstream) dialWS(ctx context.Context, bearer string) (*websocket.Conn, *http.Response, error) {
+func (u *Upstream) dialWS(ctx context.Context, bearer string) (*websocket.Conn, int, error) {
 	var h http.Header
 	if bearer != "" {
 		h = http.Header{"Sec-Websocket-Protocol": {"bearer." + bearer}}
@@ -27,21 +27,25 @@ func (u *Upstream) dialWS(ctx context.Context, bearer string) (*websocket.Conn, 
 	dctx, cancel := context.WithTimeout(ctx, u.cfg.DialTimeout)
 	defer cancel()
 	conn, resp, err := u.dialer.DialContext(dctx, u.wsURL, h)
-	if resp != nil && resp.Body != nil {
-		_ = resp.Body.Close()
+	status := 0
+	if resp != nil {
+		status = resp.StatusCode
+		if resp.Body != nil {
+			_ = resp.Body.Close()
+		}
 	}
 	if err != nil {
-		return nil, resp, err
+		return nil, status, err
 	}
 	conn.SetReadLimit(u.cfg.MaxFrameBytes)
-	return conn, resp, nil
+	return conn, status, nil
 }
 
 // dialError maps a failed dial or handshake.
-func dialError(ctx context.Context, what string, resp *http.Response, err error) *gateway.Error {
-	if resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+func dialError(ctx context.Context, what string, status int, err error) *gateway.Error {
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
 		return gateway.Errorf(schemas.CodeUnavailable, "the session upstream refused the gateway's credential").
-			With("status", resp.StatusCode).Wrap(err)
+			With("status", status).Wrap(err)
 	}
 	e := upstreamError(ctx, "the session upstream is unavailable", err)
 	if e.Code() == schemas.CodeUnavailable {
@@ -52,9 +56,9 @@ func dialError(ctx context.Context, what string, resp *http.Response, err error)
 
 // openWS dials the upstream and sends chat.start.
 func (u *Upstream) openWS(ctx context.Context, reqID string, start []byte) (gateway.Stream, error) {
-	conn, resp, err := u.dialWS(ctx, u.hopCredential(ctx))
+	conn, status, err := u.dialWS(ctx, u.hopCredential(ctx))
 	if err != nil {
-		return nil, dialError(ctx, redact(u.wsURL), resp, err)
+		return nil, dialError(ctx, redact(u.wsURL), status, err)
 	}
 	_ = conn.SetWriteDeadline(time.Now().Add(u.cfg.DialTimeout))
 	if err := conn.WriteMessage(websocket.TextMessage, start); err != nil {
@@ -169,9 +173,9 @@ func (s *wsStream) Close() error {
 
 // readyWS asks the upstream for status.get on a connection of its own.
 func (u *Upstream) readyWS(ctx context.Context) error {
-	conn, resp, err := u.dialWS(ctx, "")
+	conn, status, err := u.dialWS(ctx, "")
 	if err != nil {
-		if resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+		if status == http.StatusUnauthorized || status == http.StatusForbidden {
 			return nil
 		}
 		return err
