@@ -101,6 +101,9 @@ type ChatStats struct {
 	AbortMessages int64
 	// Aborted counts the requests that ended because of an abort or a disconnect.
 	Aborted int64
+	// AbortedByMessage counts the requests of Aborted that a chat.abort ended (not a
+	// disconnect or the chat closing).
+	AbortedByMessage int64
 	// Refused counts the connections and requests refused for a missing or wrong token.
 	Refused int64
 }
@@ -128,19 +131,20 @@ type Chat struct {
 
 	mu       sync.Mutex
 	sessions map[string]*chatSession // HTTP sessions by session id
+	loose    map[string]*chatSession // HTTP requests without a session id, by request id
 	conns    map[*websocket.Conn]struct{}
 	tasks    map[string]*chatRequest
 	order    []string // task ids, oldest first
 	closed   bool
 
-	started, completed, abortMsgs, aborted, refused atomic.Int64
+	started, completed, abortMsgs, aborted, abortedByMsg, refused atomic.Int64
 }
 
 // NewChat returns the demo chat agent. Close releases it.
 func NewChat(ctx context.Context, opts ChatOptions) (*Chat, error) {
 	opts = opts.withDefaults()
 	c := &Chat{opts: opts, mcp: opts.MCP, progress: map[string]chan string{},
-		sessions: map[string]*chatSession{}, conns: map[*websocket.Conn]struct{}{}, tasks: map[string]*chatRequest{}}
+		sessions: map[string]*chatSession{}, loose: map[string]*chatSession{}, conns: map[*websocket.Conn]struct{}{}, tasks: map[string]*chatRequest{}}
 	c.upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
 	if c.mcp == nil {
 		mc, err := client.NewInProcessClient(NewMCP(MCPOptions{Logger: opts.Logger}).MCPServer())
@@ -161,7 +165,7 @@ func NewChat(ctx context.Context, opts ChatOptions) (*Chat, error) {
 // Stats returns what the chat has seen so far.
 func (c *Chat) Stats() ChatStats {
 	return ChatStats{Started: c.started.Load(), Completed: c.completed.Load(), AbortMessages: c.abortMsgs.Load(),
-		Aborted: c.aborted.Load(), Refused: c.refused.Load()}
+		Aborted: c.aborted.Load(), AbortedByMessage: c.abortedByMsg.Load(), Refused: c.refused.Load()}
 }
 
 // Handler returns the chat's HTTP handler: GET /session and POST /session/{chat,abort,status,task}.
@@ -331,6 +335,7 @@ type chatSession struct {
 	queue   []*chatRequest
 	byID    map[string]*chatRequest // requests queued or running, by request id
 	users   int                     // HTTP handlers using the session (under Chat.mu)
+	looseID string                  // the request id of a session without a session id
 }
 
 func newChatSession(c *Chat, key string) *chatSession {
@@ -459,6 +464,11 @@ func (s *chatSession) finish(r *chatRequest, done map[string]any, err error) {
 		r.send(envelope(r.id, sessionrpc.TypeChatDone, done))
 	case r.ctx.Err() != nil:
 		s.c.aborted.Add(1)
+		r.mu.Lock()
+		if r.abortBy {
+			s.c.abortedByMsg.Add(1)
+		}
+		r.mu.Unlock()
 		r.setState(stateAborted, 0)
 		e := protocolError("aborted", "the request was aborted", schemas.CodeCancelled)
 		e[keyTaskID] = r.taskID
@@ -535,6 +545,7 @@ func (s *chatSession) abort(id string) (bool, string) {
 		r.cancel() // the runner ends it at its next step
 		return true, stateRunning
 	}
+	s.c.abortedByMsg.Add(1)
 	s.removeQueued(r)
 	return true, stateQueued
 }

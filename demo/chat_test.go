@@ -144,7 +144,7 @@ func TestChatWebSocketQueueAbortAndTaskStatus(t *testing.T) {
 	if !strings.Contains(done["text"].(string), "third") || seen[0] != sessionrpc.TypeChatStarted {
 		t.Fatalf("rpc_3: %v after %v", done, seen)
 	}
-	if s := chat.Stats(); s.AbortMessages != 2 || s.Aborted != 2 || s.Completed != 1 {
+	if s := chat.Stats(); s.AbortMessages != 2 || s.Aborted != 2 || s.AbortedByMessage != 2 || s.Completed != 1 {
 		t.Fatalf("stats %+v", s)
 	}
 	c.send("rpc_u", "chat.unknown", `{}`)
@@ -163,7 +163,7 @@ func TestChatWebSocketDisconnectAbortsTheRunningRequest(t *testing.T) {
 	c.until("rpc_1", sessionrpc.TypeChatEvent)
 	_ = c.conn.Close()
 	deadline := time.Now().Add(10 * time.Second)
-	for chat.Stats().Aborted != 1 {
+	for chat.Stats().Aborted != 1 || chat.Stats().AbortedByMessage != 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the request was not aborted: %+v", chat.Stats())
 		}

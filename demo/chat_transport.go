@@ -97,12 +97,18 @@ func (c *Chat) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 }
 
 // httpSession returns the session of id, made if needed, and counts a user of it; release
-// undoes that. An empty id is a session of one request.
-func (c *Chat) httpSession(id string) *chatSession {
+// undoes that. A request without a session id (reqID) has a session of its own, found
+// by its request id.
+func (c *Chat) httpSession(id, reqID string) *chatSession {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if id == "" {
-		return newChatSession(c, "")
+		s := newChatSession(c, "")
+		if _, taken := c.loose[reqID]; !taken {
+			c.loose[reqID] = s
+			s.looseID = reqID
+		}
+		return s
 	}
 	s := c.sessions[id]
 	if s == nil {
@@ -114,11 +120,14 @@ func (c *Chat) httpSession(id string) *chatSession {
 }
 
 func (c *Chat) release(s *chatSession) {
-	if s.key == "" {
-		return
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if s.key == "" {
+		if s.looseID != "" {
+			delete(c.loose, s.looseID)
+		}
+		return
+	}
 	if s.users--; s.users == 0 {
 		delete(c.sessions, s.key)
 	}
@@ -162,7 +171,7 @@ func (c *Chat) serveChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer c.wg.Done()
-	s := c.httpSession(p.SessionID)
+	s := c.httpSession(p.SessionID, env.ID)
 	defer c.release(s)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
@@ -250,6 +259,9 @@ func (c *Chat) serveAbort(w http.ResponseWriter, r *http.Request) {
 	_ = json.Unmarshal(env.Payload, &p)
 	c.mu.Lock()
 	s := c.sessions[p.SessionID]
+	if p.SessionID == "" {
+		s = c.loose[p.RequestID]
+	}
 	c.mu.Unlock()
 	aborted, state := false, "unknown"
 	if s != nil {

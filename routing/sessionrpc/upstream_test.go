@@ -235,7 +235,11 @@ func TestUpstreamAbortReachesTheUpstream(t *testing.T) {
 					ctx, cancel = context.WithTimeout(ctx, 300*time.Millisecond)
 					defer cancel()
 				}
-				res, err := u.Invoke(ctx, call(`{"message":"a long one","sessionId":"abort-`+how+`"}`))
+				payload := `{"message":"a long one","sessionId":"abort-` + how + `"}`
+				if how == "cancel" { // a request without a session id is found by its request id
+					payload = `{"message":"a long one"}`
+				}
+				res, err := u.Invoke(ctx, call(payload))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -260,7 +264,7 @@ func TestUpstreamAbortReachesTheUpstream(t *testing.T) {
 				_ = res.Stream.Close()
 				waitUntil(t, "the upstream to see the abort", func() bool {
 					st := cs.chat.Stats()
-					return st.AbortMessages == 1 && st.Aborted == 1
+					return st.AbortMessages == 1 && st.Aborted == 1 && st.AbortedByMessage == 1
 				})
 				if st := cs.chat.Stats(); st.Completed != 0 {
 					t.Fatalf("the aborted request completed upstream: %+v", st)
