@@ -26,10 +26,11 @@ var errMalformed = gateway.Errorf(schemas.CodeUnavailable, "the session upstream
 // skipped, as are message types this gateway does not know (a newer upstream's additions).
 // An envelope-level error concerning the request becomes its chat.error.
 func relay(reqID string, data []byte) ([]byte, relayAction, *gateway.Error) {
-	var env sessionrpc.Envelope
-	if err := json.Unmarshal(data, &env); err != nil {
+	id, typ, payload, err := scanEnvelope(data)
+	if err != nil {
 		return nil, relaySkip, errMalformed.Wrap(err)
 	}
+	env := sessionrpc.Envelope{ID: id, Type: typ, Payload: payload}
 	if env.ID != "" && env.ID != reqID {
 		return nil, relaySkip, nil
 	}
