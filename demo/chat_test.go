@@ -264,3 +264,32 @@ func TestChatSSEQueuesPerSessionAndAborts(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 }
+
+func TestChatLimits(t *testing.T) {
+	_, srv := startChatServer(t, demo.ChatOptions{Delay: time.Second, MaxQueued: 1, MaxMessageBytes: 512})
+	c, _, err := dialChat(t, srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.send("rpc_1", sessionrpc.TypeChatStart, `{"message":"runs"}`)
+	c.send("rpc_2", sessionrpc.TypeChatStart, `{"message":"queued"}`)
+	c.until("rpc_2", sessionrpc.TypeChatQueued)
+	c.send("rpc_3", sessionrpc.TypeChatStart, `{"message":"one too many"}`)
+	if p, _ := c.until("rpc_3", sessionrpc.TypeChatError); p["errorId"] != "queue_full" {
+		t.Fatalf("a chat.start beyond max_queued: %v", p)
+	}
+	c.send("rpc_1", sessionrpc.TypeChatStart, `{"message":"same id"}`)
+	if p, _ := c.until("rpc_1", sessionrpc.TypeChatError); p["errorId"] != "duplicate_request" {
+		t.Fatalf("a second chat.start with a running id: %v", p)
+	}
+	c.send("rpc_4", sessionrpc.TypeChatStart, `{"message":"`+strings.Repeat("x", 600)+`"}`)
+	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		if _, _, err := c.conn.ReadMessage(); err != nil {
+			if !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
+				t.Fatalf("a message over max_message_bytes ended the connection with %v, want close 1009", err)
+			}
+			break
+		}
+	}
+}

@@ -440,3 +440,22 @@ func TestUpstreamCommandIsSupervised(t *testing.T) {
 		return err != nil && strings.Contains(err.Error(), "exit status 3")
 	})
 }
+
+func TestUpstreamIdleTimeout(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			cs := startChat(t, demo.ChatOptions{Delay: time.Second})
+			u := newUpstream(t, routing.UpstreamConfig{URL: cs.url(tr), IdleTimeout: 100 * time.Millisecond})
+			ctx := context.Background()
+			res, err := u.Invoke(ctx, call(`{"message":"slow"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			frames, err := collect(t, ctx, res.Stream)
+			if codeOf(err) != schemas.CodeUnavailable || !strings.Contains(err.Error(), "idle_timeout") {
+				t.Fatalf("after %d frames: %v, want UNAVAILABLE: silent for longer than idle_timeout", len(frames), err)
+			}
+			waitUntil(t, "the upstream to drop the request", func() bool { return cs.chat.Stats().Aborted == 1 })
+		})
+	}
+}
