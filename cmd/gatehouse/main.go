@@ -6,6 +6,7 @@
 //	gatehouse demo-grpc [--addr ADDR]
 //	gatehouse demo-mcp [--start-delay D]
 //	gatehouse demo-agent [--connect HOST:PORT] [--token T] [--id NAME]
+//	gatehouse demo-chat [--listen HOST:PORT] [--token T] [--delay D] [--mcp-url URL]
 //	gatehouse token --key FILE --sub NAME [--scope "a b"] [--aud A]... [--iss I] [--ttl 1h] [--kid K] [--claim N=V]...
 //	gatehouse version
 package main
@@ -45,6 +46,8 @@ const usage = `usage:
   gatehouse demo-mcp [--start-delay D] the demo MCP server (the conformance fixtures) over stdio
   gatehouse demo-agent [--connect HOST:PORT] [--token T] [--id NAME]
                                       the reference compute agent: dials the agent link (docs/agents.md)
+  gatehouse demo-chat [--listen HOST:PORT] [--token T] [--delay D] [--mcp-url URL]
+                                      the demo chat agent: session RPC over WebSocket and HTTP+SSE (docs/session.md)
   gatehouse token --key FILE --sub NAME [--scope "a b"] [--aud A]... [--iss I] [--ttl 1h] [--kid K] [--claim N=V]...
                                       mint a development JWT signed with a private key (docs/auth.md)
   gatehouse dev-certs [--force] DIR   write a local CA, a localhost server certificate and a client
@@ -71,6 +74,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return demoMCP(args[1:], stderr)
 	case "demo-agent":
 		return demoAgent(args[1:], stderr)
+	case "demo-chat":
+		return demoChat(args[1:], stderr)
 	case "token":
 		return token(args[1:], stdout, stderr)
 	case "dev-certs":
