@@ -2,11 +2,16 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
+	"log/slog"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/nekte"
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	"github.com/gatehouse-dev/gatehouse/faces/session"
 	"github.com/gatehouse-dev/gatehouse/faces/ws"
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/routing"
+	"github.com/gatehouse-dev/gatehouse/routing/sessionrpc"
 )
 
 // The faces see the server through interfaces of their own (faces.Runtime and its
@@ -39,6 +44,29 @@ func (g sessionGateway) Acquire() session.Runtime { return g.acquire() }
 
 // Draining implements session.Gateway.
 func (g sessionGateway) Draining() bool { return g.draining.Load() }
+
+// routeSessions adds the targets of cfg's session routes to table (routing/sessionrpc);
+// on a reload, the upstream commands prev runs unchanged are shared with it.
+func routeSessions(table *routing.Table, cfg *Config, prev *runtime, log *slog.Logger) error {
+	if cfg.Session == nil {
+		return nil
+	}
+	var previous []gateway.Target
+	if pt := prev.tableOrNil(); pt != nil {
+		previous = pt.Targets()
+	}
+	targets, err := sessionrpc.Build(cfg.Session.Routes, sessionrpc.BuildOptions{Logger: log, Previous: previous})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for method, t := range targets {
+		if err := table.Add(method, t); err != nil { // the table closes what it holds; this one it does not
+			errs = append(errs, err, t.(gateway.Closer).Close())
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // Session implements session.Runtime.
 func (rt *runtime) Session() *session.Config { return rt.cfg.Session }

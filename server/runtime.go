@@ -131,6 +131,9 @@ func buildRuntime(cfg *Config, pre *compiled, p process, prev *runtime) (*runtim
 	if err := routeAgents(table, cfg, p); err != nil { // agentlink.go
 		return nil, errors.Join(err, table.Close(), authn.Close())
 	}
+	if err := routeSessions(table, cfg, prev, log); err != nil { // httpwire.go
+		return nil, errors.Join(err, table.Close(), authn.Close())
+	}
 	pol := policyOf(cfg, pre)
 	handler, parts := pipeline(pipelineParams{process: p, cfg: cfg, pol: pol, table: table, prev: prev})
 	rt := &runtime{

@@ -32,6 +32,10 @@ type UpstreamOptions struct {
 	// TLS is the client TLS configuration for wss:// and https:// URLs (nil: the system
 	// roots).
 	TLS *tls.Config
+	// Previous are the targets of the configuration serving, on a reload: an upstream
+	// command of the same route running the same process is shared with it (one process,
+	// stopped when the last target holding it closes) instead of started twice.
+	Previous []gateway.Target
 }
 
 // Upstream is the target of a session route whose requests run on an agent server that
@@ -103,9 +107,23 @@ func NewUpstream(name string, cfg UpstreamConfig, opts UpstreamOptions) (*Upstre
 			ForceAttemptHTTP2: opts.TLS != nil}}
 	}
 	if cfg.Command != "" {
-		u.proc = startSupervisor(cfg, log)
+		u.proc = sharedSupervisor(name, cfg, opts.Previous)
+		if u.proc == nil {
+			u.proc = startSupervisor(cfg, log)
+		}
 	}
 	return u, nil
+}
+
+// sharedSupervisor returns the supervisor of the route name among previous when it runs
+// the process cfg describes, with a share taken; nil when there is none to share.
+func sharedSupervisor(name string, cfg UpstreamConfig, previous []gateway.Target) *supervisor {
+	for _, t := range previous {
+		if u, ok := t.(*Upstream); ok && u.name == name && u.proc != nil && u.proc.sameCommand(cfg) && u.proc.share() {
+			return u.proc
+		}
+	}
+	return nil
 }
 
 // Name implements gateway.Target.

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -30,13 +32,34 @@ type supervisor struct {
 	mu      sync.Mutex
 	up      bool
 	exitMsg string
+	refs    int // targets holding the supervisor (share, stop)
 	once    sync.Once
 }
 
 func startSupervisor(cfg UpstreamConfig, log *slog.Logger) *supervisor {
-	p := &supervisor{cfg: cfg, log: log, quit: make(chan struct{}), done: make(chan struct{}), exitMsg: "not started yet"}
+	p := &supervisor{cfg: cfg, log: log, quit: make(chan struct{}), done: make(chan struct{}), exitMsg: "not started yet", refs: 1}
 	go p.loop()
 	return p
+}
+
+// share hands the running supervisor to one more target (a reload's, whose command is
+// the same): false once it has been stopped by its last holder.
+func (p *supervisor) share() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.refs == 0 {
+		return false
+	}
+	p.refs++
+	return true
+}
+
+// sameCommand reports whether cfg runs the same process as p's: command, arguments,
+// environment, directory and the supervision timings.
+func (p *supervisor) sameCommand(cfg UpstreamConfig) bool {
+	a, b := p.cfg, cfg
+	return a.Command == b.Command && slices.Equal(a.Args, b.Args) && maps.Equal(a.Env, b.Env) && a.Dir == b.Dir &&
+		a.RestartDelay == b.RestartDelay && a.StopGrace == b.StopGrace
 }
 
 // running reports whether the command is running.
@@ -59,8 +82,16 @@ func (p *supervisor) set(up bool, msg string) {
 	p.mu.Unlock()
 }
 
-// stop ends the command and the supervision; it returns once the process is reaped.
+// stop releases one holder's share; the last one ends the command and the supervision,
+// returning once the process is reaped.
 func (p *supervisor) stop() {
+	p.mu.Lock()
+	p.refs--
+	last := p.refs == 0
+	p.mu.Unlock()
+	if !last {
+		return
+	}
 	p.once.Do(func() { close(p.quit) })
 	<-p.done
 }
