@@ -104,104 +104,65 @@ func (t *tree) write(buf []byte, d *doc, first bool) ([]byte, bool) {
 			buf = append(buf, ',')
 		}
 		buf = append(buf, n.qkey...)
+		var ok bool
 		if n.src != nil {
-			v, ok := n.src.resolve(d)
-			if !ok {
-				buf = buf[:mark]
-				continue
-			}
-			buf = append(buf, v...)
+			buf, ok = n.src.appendTo(buf, d)
 		} else {
 			buf = append(buf, '{')
-			var some bool
-			if buf, some = n.sub.write(buf, d, true); !some {
-				buf = buf[:mark]
-				continue
+			if buf, ok = n.sub.write(buf, d, true); ok {
+				buf = append(buf, '}')
 			}
-			buf = append(buf, '}')
+		}
+		if !ok {
+			buf = buf[:mark]
+			continue
 		}
 		wrote = true
 	}
 	return buf, wrote
 }
 
-// resolve returns the member's JSON value in d; ok false leaves the member out.
-func (s *source) resolve(d *doc) (json.RawMessage, bool) {
+// appendTo appends the member's JSON value in d to buf; ok false leaves the member out
+// (buf is then to be cut back by the caller).
+func (s *source) appendTo(buf []byte, d *doc) ([]byte, bool) {
 	switch {
 	case s.constant != nil:
-		return s.constant, true
+		return append(buf, s.constant...), true
 	case s.template != nil:
-		return quote(s.expand(d)), true
+		return append(s.expand(append(buf, '"'), d), '"'), true
 	case s.whole:
-		return d.raw, len(d.raw) > 0
+		return append(buf, d.raw...), len(d.raw) > 0
 	}
 	if v, ok := d.lookup(s.path); ok {
-		return v, true
+		return append(buf, v...), true
 	}
-	return s.fallback, s.fallback != nil
+	return append(buf, s.fallback...), s.fallback != nil
 }
 
-// doc is a JSON document read by path; its top-level object is decoded once, on the
-// first lookup.
+// doc is a JSON document read by path.
 type doc struct {
-	raw  json.RawMessage
-	top  map[string]json.RawMessage
-	read bool
+	raw []byte
 }
 
 // lookup returns the value at path; ok false when it is absent or null (or the document
 // is not an object along the path).
-func (d *doc) lookup(path []string) (json.RawMessage, bool) {
-	if len(path) == 0 {
-		return d.raw, len(d.raw) > 0
-	}
-	if !d.read {
-		d.read = true
-		if json.Unmarshal(d.raw, &d.top) != nil {
-			d.top = nil
-		}
-	}
-	v, ok := d.top[path[0]]
-	for _, k := range path[1:] {
-		if !ok {
-			break
-		}
-		var m map[string]json.RawMessage
-		if json.Unmarshal(v, &m) != nil {
+func (d *doc) lookup(path []string) ([]byte, bool) {
+	v, ok := d.raw, len(d.raw) > 0
+	for _, k := range path {
+		if v, ok = member(v, k); !ok {
 			return nil, false
 		}
-		v, ok = m[k]
 	}
-	if !ok || bytes.Equal(v, []byte("null")) {
+	if !ok || string(v) == "null" {
 		return nil, false
 	}
 	return v, true
 }
 
-// text returns the text of the value at path: a string's contents, any other value's
-// JSON, "" when absent.
-func (d *doc) text(path []string) string {
-	v, ok := d.lookup(path)
-	if !ok {
-		return ""
-	}
-	return textOf(v)
-}
-
-// textOf is the text of a JSON value: a string's contents, any other value's JSON.
-func textOf(v json.RawMessage) string {
-	if len(v) > 0 && v[0] == '"' {
-		var s string
-		if json.Unmarshal(v, &s) == nil {
-			return s
-		}
-	}
-	return string(v)
-}
-
-// tplPart is a literal, or (path set) the text of a value.
+// tplPart is a literal (escaped for the inside of a JSON string), or (path set) the text
+// of a value.
 type tplPart struct {
-	lit  string
+	lit  []byte
 	path []string
 }
 
@@ -225,7 +186,7 @@ func parseTemplate(s string) ([]tplPart, error) {
 				return nil, fmt.Errorf("%q: the placeholder %w", s, pathErr(s[i+1:i+end], err))
 			}
 			if lit.Len() > 0 {
-				parts = append(parts, tplPart{lit: lit.String()})
+				parts = append(parts, tplPart{lit: appendEscaped(nil, lit.String())})
 				lit.Reset()
 			}
 			parts = append(parts, tplPart{path: p})
@@ -237,31 +198,22 @@ func parseTemplate(s string) ([]tplPart, error) {
 		}
 	}
 	if lit.Len() > 0 {
-		parts = append(parts, tplPart{lit: lit.String()})
+		parts = append(parts, tplPart{lit: appendEscaped(nil, lit.String())})
 	}
 	return parts, nil
 }
 
-// expand renders the template against d.
-func (s *source) expand(d *doc) string {
-	if len(s.template) == 1 && s.template[0].path == nil {
-		return s.template[0].lit
-	}
-	var b strings.Builder
+// expand appends the template rendered against d to buf, escaped for the inside of a
+// JSON string.
+func (s *source) expand(buf []byte, d *doc) []byte {
 	for _, p := range s.template {
 		if p.path == nil {
-			b.WriteString(p.lit)
-		} else {
-			b.WriteString(d.text(p.path))
+			buf = append(buf, p.lit...)
+		} else if v, ok := d.lookup(p.path); ok {
+			buf = appendInner(buf, v)
 		}
 	}
-	return b.String()
-}
-
-// quote returns s as a JSON string.
-func quote(s string) []byte {
-	b, _ := json.Marshal(s) //nolint:errchkjson // a string always encodes
-	return b
+	return buf
 }
 
 // errNotObject is the error of a chat.start payload that is not a JSON object.
@@ -299,22 +251,28 @@ func (r *rule) eventType(d *doc, n int) string {
 	if !ok {
 		return r.types["*"]
 	}
-	if t, ok := r.types[textOf(v)]; ok {
+	if len(v) >= 2 && v[0] == '"' && bytes.IndexByte(v, '\\') < 0 {
+		v = v[1 : len(v)-1] // a string's contents, looked up without a copy
+		if t, ok := r.types[string(v)]; ok {
+			return t
+		}
+	} else if t, ok := r.types[textOf(v)]; ok {
 		return t
 	}
 	return r.types["*"]
 }
 
-// frameStart and frameEnd enclose an event to make its chat.event frame.
+// frameStart begins a chat.event frame (the event's type follows), doneStart a chat.done
+// frame.
 var (
 	frameStart = []byte(`{"type":"` + wire.TypeChatEvent + `","payload":{"type":`)
 	doneStart  = []byte(`{"type":"` + wire.TypeChatDone + `","payload":{`)
 )
 
 // appendEvents appends the chat.event frames of the message d (the n-th of its stream) to
-// frames, and the text of its text-delta events to text when it is not nil; mapped says
-// whether any rule applied.
-func (m *mapping) appendEvents(frames [][]byte, d *doc, n int, text *strings.Builder) (_ [][]byte, mapped bool) {
+// frames, and the text of its text-delta events to text (escaped for the inside of a JSON
+// string) when it is not nil; mapped says whether any rule applied.
+func (m *mapping) appendEvents(frames [][]byte, d *doc, n int, text *[]byte) (_ [][]byte, mapped bool) {
 	for _, r := range m.rules {
 		typ := r.eventType(d, n)
 		if typ == "" {
@@ -322,26 +280,40 @@ func (m *mapping) appendEvents(frames [][]byte, d *doc, n int, text *strings.Bui
 		}
 		mapped = true
 		buf := append(make([]byte, 0, 64+len(d.raw)), frameStart...)
-		buf = append(buf, quote(typ)...)
+		buf = append(appendEscaped(append(buf, '"'), typ), '"')
 		buf, _ = r.members.write(buf, d, false)
 		frames = append(frames, append(buf, '}', '}'))
 		if text != nil && typ == wire.EventTextDelta {
-			if v, ok := r.members.child("text").src.resolve(d); ok {
-				text.WriteString(textOf(v))
-			}
+			*text = appendText(*text, r.members.child("text").src, d)
 		}
 	}
 	return frames, mapped
 }
 
-// doneFrame returns the chat.done frame: the concatenated text, then the members taken from
-// the last message (nil when the stream had none) and the constants.
-func (m *mapping) doneFrame(last []byte, text string) []byte {
-	buf := append([]byte(nil), doneStart...)
+// appendText appends the text of src's value in d to text, escaped for the inside of a
+// JSON string.
+func appendText(text []byte, src *source, d *doc) []byte {
+	start := len(text)
+	out, ok := src.appendTo(text, d)
+	v := out[start:]
+	switch {
+	case !ok:
+		return text[:start]
+	case len(v) >= 2 && v[0] == '"': // a string: its contents, already escaped
+		return append(out[:start], v[1:len(v)-1]...)
+	default:
+		return appendEscaped(out[:start], string(v))
+	}
+}
+
+// doneFrame returns the chat.done frame: the concatenated text (escaped), then the members
+// taken from the last message (nil when the stream had none) and the constants.
+func (m *mapping) doneFrame(last, text []byte) []byte {
+	buf := append(make([]byte, 0, len(doneStart)+len(text)+64), doneStart...)
 	first := true
 	if m.done.text {
-		buf = append(buf, `"text":`...)
-		buf = append(buf, quote(text)...)
+		buf = append(buf, `"text":"`...)
+		buf = append(append(buf, text...), '"')
 		first = false
 	}
 	buf, _ = m.done.members.write(buf, &doc{raw: last}, first)

@@ -106,37 +106,37 @@ func TestGRPCStreamMapping(t *testing.T) {
 	tests := []struct {
 		name  string
 		cfg   sessionrpc.GRPCConfig
-		inner scripted
+		inner *scripted
 		want  []string
 	}{
 		{"constant type, fields, text of the deltas in the reply",
 			sessionrpc.GRPCConfig{Events: []sessionrpc.EventRule{deltas}, Done: sessionrpc.DoneMapping{Text: true}},
-			scripted{msgs: []string{`{"delta":"Hel"}`, `{"delta":"lo"}`}},
+			&scripted{msgs: []string{`{"delta":"Hel"}`, `{"delta":"lo"}`}},
 			[]string{event(`{"type":"text-delta","text":"Hel"}`), event(`{"type":"text-delta","text":"lo"}`), done(`{"text":"Hello"}`)}},
 		{"nested paths on both sides, unknown members kept as sent",
 			sessionrpc.GRPCConfig{Events: []sessionrpc.EventRule{{Type: "usage", Fields: map[string]string{
 				"inputTokens": "usage.in", "outputTokens": "usage.out", "extra.model": "meta.model"}}}},
-			scripted{msgs: []string{`{"usage":{"in":3,"out":"7"},"meta":{"model":{"id":"m1"}}}`}},
+			&scripted{msgs: []string{`{"usage":{"in":3,"out":"7"},"meta":{"model":{"id":"m1"}}}`}},
 			[]string{event(`{"type":"usage","inputTokens":3,"outputTokens":"7","extra":{"model":{"id":"m1"}}}`), done(`{}`)}},
 		{"type from a field through a table, * for the rest",
 			sessionrpc.GRPCConfig{Events: []sessionrpc.EventRule{{TypeFrom: "kind",
 				Types:  map[string]string{"think": "reasoning", "say": "text-delta", "*": "status"},
 				Fields: map[string]string{"text": "body", "message": "body"}}}},
-			scripted{msgs: []string{`{"kind":"think","body":"hm"}`, `{"kind":"say","body":"hi"}`, `{"kind":"other","body":"x"}`, `{"body":"y"}`}},
+			&scripted{msgs: []string{`{"kind":"think","body":"hm"}`, `{"kind":"say","body":"hi"}`, `{"kind":"other","body":"x"}`, `{"body":"y"}`}},
 			[]string{
 				event(`{"type":"reasoning","text":"hm","message":"hm"}`), event(`{"type":"text-delta","text":"hi","message":"hi"}`),
 				event(`{"type":"status","text":"x","message":"x"}`), event(`{"type":"status","text":"y","message":"y"}`), done(`{}`)}},
 		{"a table without * leaves other values unmapped, dropped by default",
 			sessionrpc.GRPCConfig{Events: []sessionrpc.EventRule{{TypeFrom: "kind.name",
 				Types: map[string]string{"1": "text-delta"}, Fields: map[string]string{"text": "t"}}}},
-			scripted{msgs: []string{`{"kind":{"name":1},"t":"a"}`, `{"kind":{"name":2},"t":"b"}`, `{"t":"c"}`}},
+			&scripted{msgs: []string{`{"kind":{"name":1},"t":"a"}`, `{"kind":{"name":2},"t":"b"}`, `{"t":"c"}`}},
 			[]string{event(`{"type":"text-delta","text":"a"}`), done(`{}`)}},
 		{"every n-th message, several rules per message, templates and constants",
 			sessionrpc.GRPCConfig{Events: []sessionrpc.EventRule{
 				{Type: "text-delta", Templates: map[string]string{"text": "{n} "}},
 				{Type: "status", Every: 2, Templates: map[string]string{"message": "{{at}} {n}"}, Const: map[string]any{"status": "progress", "meta": map[string]any{"k": []any{1, "x"}}}},
 			}},
-			scripted{msgs: []string{`{"n":1}`, `{"n":2}`, `{"n":3}`}},
+			&scripted{msgs: []string{`{"n":1}`, `{"n":2}`, `{"n":3}`}},
 			[]string{
 				event(`{"type":"text-delta","text":"1 "}`), event(`{"type":"text-delta","text":"2 "}`),
 				event(`{"type":"status","message":"{at} 2","status":"progress","meta":{"k":[1,"x"]}}`),
@@ -144,37 +144,44 @@ func TestGRPCStreamMapping(t *testing.T) {
 		{"the whole message as a member, absent members left out",
 			sessionrpc.GRPCConfig{Events: []sessionrpc.EventRule{{Type: "tool-call", Const: map[string]any{"id": "c1", "name": "count"},
 				Fields: map[string]string{"args": ".", "missing": "nope", "deep.x": "a.b.c"}}}},
-			scripted{msgs: []string{`{"a":{"b":1}}`}},
+			&scripted{msgs: []string{`{"a":{"b":1}}`}},
 			[]string{event(`{"type":"tool-call","id":"c1","name":"count","args":{"a":{"b":1}}}`), done(`{}`)}},
 		{"the final reply from the last message, with constants",
 			sessionrpc.GRPCConfig{Events: []sessionrpc.EventRule{deltas}, Done: sessionrpc.DoneMapping{Text: true,
 				Fields: map[string]string{"usage.outputTokens": "tokens", "last": "."}, Const: map[string]any{"model": "m"}}},
-			scripted{msgs: []string{`{"delta":"a"}`, `{"tokens":2}`}},
+			&scripted{msgs: []string{`{"delta":"a"}`, `{"tokens":2}`}},
 			[]string{event(`{"type":"text-delta","text":"a"}`), done(`{"text":"a","usage":{"outputTokens":2},"last":{"tokens":2},"model":"m"}`)}},
 		{"an empty stream ends with the constants of the reply",
 			sessionrpc.GRPCConfig{Events: []sessionrpc.EventRule{deltas}, Done: sessionrpc.DoneMapping{Text: true,
 				Fields: map[string]string{"last": "."}, Const: map[string]any{"model": "m"}}},
-			scripted{},
+			&scripted{},
 			[]string{done(`{"text":"","model":"m"}`)}},
 		{"unmapped refused: chat.error, stream closed",
 			sessionrpc.GRPCConfig{Events: []sessionrpc.EventRule{deltas}, Unmapped: "refuse"},
-			scripted{msgs: []string{`{"delta":"a"}`, `{"other":1}`, `{"delta":"never"}`}},
+			&scripted{msgs: []string{`{"delta":"a"}`, `{"other":1}`, `{"delta":"never"}`}},
 			[]string{event(`{"type":"text-delta","text":"a"}`),
 				`{"payload":{"code":-32603,"errorId":"unmapped_message","message":"Message 2 of the stream matches no event rule"},"type":"chat.error"}`}},
 		{"a stream error: chat.error with the code name, its data as detail",
 			sessionrpc.GRPCConfig{Events: []sessionrpc.EventRule{deltas}},
-			scripted{msgs: []string{`{"delta":"a"}`}, end: gateway.WireError(schemas.CodeUnavailable, "backend going away", map[string]any{"grpc_code": "Unavailable"})},
+			&scripted{msgs: []string{`{"delta":"a"}`}, end: gateway.WireError(schemas.CodeUnavailable, "backend going away", map[string]any{"grpc_code": "Unavailable"})},
 			[]string{event(`{"type":"text-delta","text":"a"}`),
-				`{"payload":{"code":`+strconv.Itoa(int(schemas.CodeUnavailable))+`,"errorId":"UNAVAILABLE","message":"backend going away","detail":{"grpc_code":"Unavailable"}},"type":"chat.error"}`}},
+				`{"payload":{"code":` + strconv.Itoa(int(schemas.CodeUnavailable)) + `,"errorId":"UNAVAILABLE","message":"backend going away","detail":{"grpc_code":"Unavailable"}},"type":"chat.error"}`}},
+		{"messages read by scanning: escaped keys, duplicates, strings holding brackets, escaping",
+			sessionrpc.GRPCConfig{Events: []sessionrpc.EventRule{{TypeFrom: "k\\ind", Types: map[string]string{"a\"b": "text-delta"},
+				Fields: map[string]string{"text": "a", "nm": "name.s", "arr": "arr"}, Templates: map[string]string{"t": "q\"{arr}<\n{a}"}}},
+				Done: sessionrpc.DoneMapping{Text: true}},
+			&scripted{msgs: []string{` { "k\\ind" : "a\"b", "a" : "x\"y" , "n\u0061me": {"s":"}]"}, "arr":[1, {"b":"]\\"}] , "a":"l\u00e4st\n" } `}},
+			[]string{event(`{"type":"text-delta","text":"läst\n","nm":"}]","arr":[1,{"b":"]\\"}],"t":"q\"[1, {\"b\":\"]\\\\\"}]<\nläst\n"}`),
+				done(`{"text":"läst\n"}`)}},
 		{"a unary result is a stream of one message",
 			sessionrpc.GRPCConfig{Events: []sessionrpc.EventRule{deltas}, Done: sessionrpc.DoneMapping{Text: true}},
-			scripted{msgs: []string{`{"delta":"once"}`}, unary: true},
+			&scripted{msgs: []string{`{"delta":"once"}`}, unary: true},
 			[]string{event(`{"type":"text-delta","text":"once"}`), done(`{"text":"once"}`)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.cfg.Method = "calc.count"
-			inner := &tt.inner
+			inner := tt.inner
 			g, err := sessionrpc.NewGRPCStream("count", tt.cfg, inner)
 			if err != nil {
 				t.Fatal(err)

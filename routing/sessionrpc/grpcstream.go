@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
@@ -87,9 +86,6 @@ func (g *GRPCStream) Invoke(ctx context.Context, call *gateway.Call) (*gateway.R
 		in = &oneMessage{msg: res.Value}
 	}
 	s := &grpcStream{m: g.m, inner: in}
-	if g.m.done.text {
-		s.text = &strings.Builder{}
-	}
 	return &gateway.Result{Stream: s, Metadata: res.Metadata}, nil
 }
 
@@ -147,11 +143,11 @@ const (
 type grpcStream struct {
 	m       *mapping
 	inner   gateway.Stream
-	n       int              // messages received
-	last    []byte           // the last message, for the final reply
-	text    *strings.Builder // the text-deltas' text, when the final reply has it
-	pending [][]byte         // frames of the last message not yet returned
-	ended   bool             // the terminal frame was made
+	n       int      // messages received
+	last    []byte   // the last message, for the final reply
+	text    []byte   // the text-deltas' text (JSON-escaped), when the reply has it
+	pending [][]byte // frames of the last message not yet returned
+	ended   bool     // the terminal frame was made
 	once    sync.Once
 }
 
@@ -174,7 +170,11 @@ func (s *grpcStream) Recv(ctx context.Context) ([]byte, error) {
 		s.n++
 		d := &doc{raw: msg}
 		var mapped bool
-		s.pending, mapped = s.m.appendEvents(s.pending[:0], d, s.n, s.text)
+		var text *[]byte
+		if s.m.done.text {
+			text = &s.text
+		}
+		s.pending, mapped = s.m.appendEvents(s.pending[:0], d, s.n, text)
 		if !mapped && s.m.refuse {
 			return s.refuse(), nil
 		}
@@ -190,11 +190,7 @@ func (s *grpcStream) end(ctx context.Context, err error) []byte {
 	s.ended = true
 	_ = s.Close()
 	if errors.Is(err, io.EOF) {
-		text := ""
-		if s.text != nil {
-			text = s.text.String()
-		}
-		return s.m.doneFrame(s.last, text)
+		return s.m.doneFrame(s.last, s.text)
 	}
 	e := gateway.AsError(err)
 	if ctx.Err() != nil {
