@@ -2,6 +2,7 @@ package sessionrpc
 
 import (
 	"encoding/json"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -51,11 +52,9 @@ func member(obj []byte, k string) (v []byte, ok bool) {
 
 // keyIs reports whether the raw (still escaped) key is k; matching is case-sensitive.
 func keyIs(key []byte, k string) bool {
-	for _, c := range key {
-		if c == '\\' {
-			var s string
-			return json.Unmarshal(append(append([]byte{'"'}, key...), '"'), &s) == nil && s == k
-		}
+	if slices.Contains(key, '\\') {
+		var s string
+		return json.Unmarshal(append(append([]byte{'"'}, key...), '"'), &s) == nil && s == k
 	}
 	return string(key) == k
 }

@@ -42,12 +42,13 @@ func (s *scripted) Invoke(_ context.Context, call *gateway.Call) (*gateway.Resul
 }
 
 type scriptedStream struct {
-	s    *scripted
-	msgs []string
+	s      *scripted
+	msgs   []string
+	closed atomic.Bool
 }
 
 func (st *scriptedStream) Recv(context.Context) ([]byte, error) {
-	if st.s.closed.Load() {
+	if st.closed.Load() {
 		return nil, gateway.NewError(schemas.CodeCancelled)
 	}
 	if len(st.msgs) == 0 {
@@ -61,7 +62,11 @@ func (st *scriptedStream) Recv(context.Context) ([]byte, error) {
 	return []byte(m), nil
 }
 
-func (st *scriptedStream) Close() error { st.s.closed.Store(true); return nil }
+func (st *scriptedStream) Close() error {
+	st.closed.Store(true)
+	st.s.closed.Store(true)
+	return nil
+}
 
 // frames reads s to its end and returns its frames, compacted.
 func frames(t *testing.T, s gateway.Stream) []string {

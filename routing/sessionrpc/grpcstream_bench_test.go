@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"testing"
 	"time"
 
@@ -11,10 +12,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/routing/sessionrpc"
 )
 
-// benchCount is the number of messages of each Count stream the benchmark reads.
-const benchCount = 100
-
-// BenchmarkGRPCStream reads one Count stream of benchCount messages from the real demo
+// BenchmarkGRPCStream reads one Count stream of 100 messages from the real demo
 // calculator per op: "direct" straight from the gRPC backend (the baseline), "session"
 // through GRPCStream with one text-delta per message and the reply's concatenated text.
 // frames/s of session ÷ messages/s of direct is the cost of the mapping.
@@ -58,4 +56,47 @@ func BenchmarkGRPCStream(b *testing.B) {
 	}
 	b.Run("direct", func(b *testing.B) { run(b, be, params, "calc.count") })
 	b.Run("session", func(b *testing.B) { run(b, g, payload, "session.count") })
+}
+
+// BenchmarkGRPCStreamMapping is the mapping alone: frames made per message of an
+// in-memory stream (a text delta from a template, a usage event from nested fields, the
+// reply's text), without a backend.
+func BenchmarkGRPCStreamMapping(b *testing.B) {
+	msgs := make([]string, 100)
+	for i := range msgs {
+		msgs[i] = `{"delta":{"text":"token ","index":` + strconv.Itoa(i) + `},"usage":{"in":12,"out":` + strconv.Itoa(i) + `},"model":"m"}`
+	}
+	g, err := sessionrpc.NewGRPCStream("chat", sessionrpc.GRPCConfig{
+		Method: "chat.stream",
+		Events: []sessionrpc.EventRule{
+			{Type: "text-delta", Templates: map[string]string{"text": "{delta.text}"}},
+			{Type: "usage", Every: 10, Fields: map[string]string{"inputTokens": "usage.in", "outputTokens": "usage.out"}},
+		},
+		Done: sessionrpc.DoneMapping{Text: true, Fields: map[string]string{"model": "model"}},
+	}, &scripted{msgs: msgs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	ctx := context.Background()
+	n := 0
+	start := time.Now()
+	for b.Loop() {
+		res, err := g.Invoke(ctx, &gateway.Call{Method: "session.chat", Params: []byte(`{"message":"hi"}`)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			_, err := res.Stream.Recv(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		_ = res.Stream.Close()
+	}
+	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "frames/s")
 }
