@@ -166,6 +166,10 @@ func appendEscaped(buf []byte, s string) []byte {
 				buf = append(buf, '\\', 'r')
 			case c == '\t':
 				buf = append(buf, '\\', 't')
+			case c == '\b':
+				buf = append(buf, '\\', 'b')
+			case c == '\f':
+				buf = append(buf, '\\', 'f')
 			case c < 0x20 || c == '<' || c == '>' || c == '&':
 				buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 			default:

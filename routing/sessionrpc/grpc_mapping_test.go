@@ -178,6 +178,11 @@ func TestGRPCStreamMapping(t *testing.T) {
 			&scripted{msgs: []string{` { "k\\ind" : "a\"b", "a" : "x\"y" , "n\u0061me": {"s":"}]"}, "arr":[1, {"b":"]\\"}] , "a":"l\u00e4st\n" } `}},
 			[]string{event(`{"type":"text-delta","text":"läst\n","nm":"}]","arr":[1,{"b":"]\\"}],"t":"q\"[1, {\"b\":\"]\\\\\"}]<\nläst\n"}`),
 				done(`{"text":"läst\n"}`)}},
+		{"a message that is not JSON: chat.error, stream closed",
+			sessionrpc.GRPCConfig{Events: []sessionrpc.EventRule{deltas}},
+			&scripted{msgs: []string{`{"delta":"a"}`, `{"delta":`, `{"delta":"never"}`}},
+			[]string{event(`{"type":"text-delta","text":"a"}`),
+				`{"payload":{"code":-32603,"errorId":"invalid_message","message":"Message 2 of the stream is not JSON"},"type":"chat.error"}`}},
 		{"a unary result is a stream of one message",
 			sessionrpc.GRPCConfig{Events: []sessionrpc.EventRule{deltas}, Done: sessionrpc.DoneMapping{Text: true}},
 			&scripted{msgs: []string{`{"delta":"once"}`}, unary: true},
@@ -339,4 +344,48 @@ func TestGRPCConfigValidate(t *testing.T) {
 	if _, err := sessionrpc.NewGRPCStream("r", sessionrpc.GRPCConfig{Method: "m", Events: ok}, nil); err == nil {
 		t.Fatal("NewGRPCStream accepted a nil inner target")
 	}
+}
+
+// FuzzGRPCStreamFrames checks that whatever a stream sends, every frame is JSON and the
+// stream ends with exactly one terminal frame.
+func FuzzGRPCStreamFrames(f *testing.F) {
+	for _, m := range []string{`{"kind":"say","body":"hi","n":1}`, `{"kind":{"x":[1,"]"]},"body":{"a":"\u2028"}}`, `[1]`, `"s"`, `{"body":`, `{"kind":"think","body":"<\n>"}`} {
+		f.Add(m, m)
+	}
+	cfg := sessionrpc.GRPCConfig{Method: "m", Unmapped: "drop",
+		Events: []sessionrpc.EventRule{
+			{TypeFrom: "kind", Types: map[string]string{"say": "text-delta", "think": "reasoning"}, Fields: map[string]string{"text": "body", "raw": ".", "deep.n": "n"}},
+			{Type: "status", Has: "n", Templates: map[string]string{"message": "{kind} {{{body}}} {n}"}},
+		},
+		Done: sessionrpc.DoneMapping{Text: true, Fields: map[string]string{"last": ".", "k": "kind"}},
+	}
+	f.Fuzz(func(t *testing.T, m1, m2 string) {
+		g, err := sessionrpc.NewGRPCStream("r", cfg, &scripted{msgs: []string{m1, m2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := g.Invoke(context.Background(), &gateway.Call{Method: "session.r"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = res.Stream.Close() }()
+		terminal := 0
+		for {
+			fr, err := res.Stream.Recv(context.Background())
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil || !json.Valid(fr) {
+				t.Fatalf("frame %q, %v", fr, err)
+			}
+			var v struct{ Type string }
+			_ = json.Unmarshal(fr, &v)
+			if v.Type != "chat.event" {
+				terminal++
+			}
+		}
+		if terminal != 1 {
+			t.Fatalf("%d terminal frames", terminal)
+		}
+	})
 }

@@ -2,6 +2,7 @@ package sessionrpc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -136,6 +137,9 @@ const (
 	// ErrorIDUnmapped ends a request whose stream sent a message no rule maps, with
 	// unmapped: refuse.
 	ErrorIDUnmapped = "unmapped_message"
+	// ErrorIDInvalidMessage ends a request whose stream sent a message that is not JSON
+	// (an inner target other than a gRPC backend).
+	ErrorIDInvalidMessage = "invalid_message"
 )
 
 // grpcStream is a session request's frames: the inner stream's messages mapped. Recv is
@@ -163,11 +167,17 @@ func (s *grpcStream) Recv(ctx context.Context) ([]byte, error) {
 		if s.ended {
 			return nil, io.EOF
 		}
+		if err := ctx.Err(); err != nil { // ended: no message the stream still holds is wanted
+			return s.end(ctx, err), nil
+		}
 		msg, err := s.inner.Recv(ctx)
 		if err != nil {
 			return s.end(ctx, err), nil
 		}
 		s.n++
+		if !json.Valid(msg) {
+			return s.fail(ErrorIDInvalidMessage, fmt.Sprintf("Message %d of the stream is not JSON", s.n)), nil
+		}
 		d := &doc{raw: msg}
 		var mapped bool
 		var text *[]byte
@@ -176,7 +186,7 @@ func (s *grpcStream) Recv(ctx context.Context) ([]byte, error) {
 		}
 		s.pending, mapped = s.m.appendEvents(s.pending[:0], d, s.n, text)
 		if !mapped && s.m.refuse {
-			return s.refuse(), nil
+			return s.fail(ErrorIDUnmapped, fmt.Sprintf("Message %d of the stream matches no event rule", s.n)), nil
 		}
 		if len(s.m.done.members.kids) > 0 {
 			s.last = msg
@@ -193,21 +203,18 @@ func (s *grpcStream) end(ctx context.Context, err error) []byte {
 		return s.m.doneFrame(s.last, s.text)
 	}
 	e := gateway.AsError(err)
-	if ctx.Err() != nil {
+	if errors.Is(ctx.Err(), context.Canceled) { // an abort, not the deadline
 		return errorFrame(errorPayload{ErrorID: ErrorIDAborted, Message: "The request was aborted", Code: int(schemas.CodeCancelled)})
 	}
 	return errorFrame(errorPayload{ErrorID: schemas.KindOf(e.Code()).Name, Message: e.Message(), Code: int(e.Code()), Detail: e.Data()})
 }
 
-// refuse ends the request on a message no rule maps, cancelling the gRPC stream.
-func (s *grpcStream) refuse() []byte {
+// fail ends the request on a message it cannot map, cancelling the gRPC stream.
+func (s *grpcStream) fail(errorID, message string) []byte {
 	s.ended = true
+	s.pending = s.pending[:0]
 	_ = s.Close()
-	return errorFrame(errorPayload{
-		ErrorID: ErrorIDUnmapped,
-		Message: fmt.Sprintf("Message %d of the stream matches no event rule", s.n),
-		Code:    int(schemas.CodeInternal),
-	})
+	return errorFrame(errorPayload{ErrorID: errorID, Message: message, Code: int(schemas.CodeInternal)})
 }
 
 // Close implements gateway.Stream: it closes the inner stream (cancelling the gRPC call

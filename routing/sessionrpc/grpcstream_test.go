@@ -292,6 +292,36 @@ func TestGRPCStreamServerError(t *testing.T) {
 	}
 }
 
+func TestGRPCStreamDeadline(t *testing.T) {
+	b, srv := startCalculator(t, 0)
+	g := newCount(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	res, err := g.Invoke(ctx, sessionCall(`{"options":{"to":5,"interval":"2s"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = res.Stream.Close() }()
+	var got []string
+	for {
+		f, err := res.Stream.Recv(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(f))
+	}
+	if len(got) != 2 || !strings.Contains(got[0], `"text":"1 "`) ||
+		!strings.Contains(got[1], `"type":"chat.error"`) || !strings.Contains(got[1], `"errorId":"DEADLINE_EXCEEDED"`) {
+		t.Fatalf("frames = %v, want the first value, then chat.error DEADLINE_EXCEEDED", got)
+	}
+	if end := awaitEnd(t, srv); end.err == nil {
+		t.Fatal("the server's stream ran to its end past the deadline")
+	}
+}
+
 func TestGRPCStreamForwards(t *testing.T) {
 	b, _ := startCalculator(t, 0)
 	g := newCount(t, b)
