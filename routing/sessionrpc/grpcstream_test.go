@@ -7,10 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/goccy/go-yaml"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -319,6 +322,57 @@ func TestGRPCStreamDeadline(t *testing.T) {
 	}
 	if end := awaitEnd(t, srv); end.err == nil {
 		t.Fatal("the server's stream ran to its end past the deadline")
+	}
+}
+
+// TestGRPCStreamDocumented runs the example of docs/session-grpc.md: its configuration
+// decodes strictly and validates, and against the real calculator it gives the frames the
+// page shows.
+func TestGRPCStreamDocumented(t *testing.T) {
+	page, err := os.ReadFile("../../docs/session-grpc.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```(yaml|json)\n(.*?)```").FindAllSubmatch(page, 2)
+	if len(blocks) != 2 {
+		t.Fatal("the page has no yaml example followed by its frames")
+	}
+	var doc struct {
+		Session struct {
+			Routes []sessionrpc.RouteConfig `yaml:"routes"`
+		} `yaml:"session"`
+	}
+	if err := yaml.UnmarshalWithOptions(blocks[0][2], &doc, yaml.Strict()); err != nil {
+		t.Fatal(err)
+	}
+	if err := sessionrpc.ValidateRoutes(doc.Session.Routes); err != nil {
+		t.Fatal(err)
+	}
+	route := doc.Session.Routes[0]
+	b, _ := startCalculator(t, 0)
+	g, err := sessionrpc.NewGRPCStream(route.Name, *route.GRPC, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.Invoke(context.Background(), sessionCall(`{"message":"count","options":{"to":4}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = res.Stream.Close() }()
+	var got []string
+	for _, f := range frames(t, res.Stream) {
+		var fr struct{ Payload json.RawMessage }
+		if err := json.Unmarshal([]byte(f), &fr); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, canonical(t, fr.Payload))
+	}
+	var want []string
+	for line := range strings.Lines(strings.TrimSpace(string(blocks[1][2]))) {
+		want = append(want, canonical(t, []byte(line)))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("payloads\n got: %s\nwant (the page): %s", strings.Join(got, "\n      "), strings.Join(want, "\n      "))
 	}
 }
 
