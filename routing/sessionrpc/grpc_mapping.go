@@ -97,6 +97,18 @@ func (t *tree) has(k string) bool { return t.child(k) != nil }
 // unless first; it returns whether it wrote any. A member whose source is absent is left
 // out, and so is a nested object left empty.
 func (t *tree) write(buf []byte, d *doc, first bool) ([]byte, bool) {
+	return t.writeMarking(buf, d, first, nil)
+}
+
+// mark asks writeMarking for the span of one leaf's value in buf.
+type mark struct {
+	leaf       *node
+	start, end int
+	ok         bool
+}
+
+// writeMarking is write recording in m (when not nil) where m.leaf's value was written.
+func (t *tree) writeMarking(buf []byte, d *doc, first bool, m *mark) ([]byte, bool) {
 	wrote := false
 	for _, n := range t.kids {
 		mark := len(buf)
@@ -106,7 +118,10 @@ func (t *tree) write(buf []byte, d *doc, first bool) ([]byte, bool) {
 		buf = append(buf, n.qkey...)
 		var ok bool
 		if n.src != nil {
-			buf, ok = n.src.appendTo(buf, d)
+			start := len(buf)
+			if buf, ok = n.src.appendTo(buf, d); ok && m != nil && n == m.leaf {
+				m.start, m.end, m.ok = start, len(buf), true
+			}
 		} else {
 			buf = append(buf, '{')
 			if buf, ok = n.sub.write(buf, d, true); ok {
@@ -281,29 +296,18 @@ func (m *mapping) appendEvents(frames [][]byte, d *doc, n int, text *[]byte) (_ 
 		mapped = true
 		buf := append(make([]byte, 0, 64+len(d.raw)), frameStart...)
 		buf = append(appendEscaped(append(buf, '"'), typ), '"')
-		buf, _ = r.members.write(buf, d, false)
-		frames = append(frames, append(buf, '}', '}'))
-		if text != nil && typ == wire.EventTextDelta {
-			*text = appendText(*text, r.members.child("text").src, d)
+		if text == nil || typ != wire.EventTextDelta {
+			buf, _ = r.members.write(buf, d, false)
+		} else { // the reply's text: the text member's value as written
+			m := mark{leaf: r.members.child("text")}
+			buf, _ = r.members.writeMarking(buf, d, false, &m)
+			if m.ok {
+				*text = appendInner(*text, buf[m.start:m.end])
+			}
 		}
+		frames = append(frames, append(buf, '}', '}'))
 	}
 	return frames, mapped
-}
-
-// appendText appends the text of src's value in d to text, escaped for the inside of a
-// JSON string.
-func appendText(text []byte, src *source, d *doc) []byte {
-	start := len(text)
-	out, ok := src.appendTo(text, d)
-	v := out[start:]
-	switch {
-	case !ok:
-		return text[:start]
-	case len(v) >= 2 && v[0] == '"': // a string: its contents, already escaped
-		return append(out[:start], v[1:len(v)-1]...)
-	default:
-		return appendEscaped(out[:start], string(v))
-	}
 }
 
 // doneFrame returns the chat.done frame: the concatenated text (escaped), then the members
