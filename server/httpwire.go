@@ -55,7 +55,7 @@ func routeSessions(table *routing.Table, cfg *Config, prev *runtime, log *slog.L
 	if pt := prev.tableOrNil(); pt != nil {
 		previous = pt.Targets()
 	}
-	targets, err := sessionrpc.Build(cfg.Session.Routes, sessionrpc.BuildOptions{Logger: log, Previous: previous})
+	targets, err := sessionrpc.Build(cfg.Session.Routes, sessionrpc.BuildOptions{Logger: log, Previous: previous, Lookup: table.Lookup})
 	if err != nil {
 		return err
 	}

@@ -117,6 +117,35 @@ func DecodeServer(data []byte, lim Limits) (Envelope, *DecodeError) {
 	return Envelope{ID: id, Type: typ, Payload: payload}, nil
 }
 
+// DecodePeer decodes a message a peer speaking the contract sent (an upstream agent
+// server, read by a relay), with DecodeServer's strict syntax — limits, no member name
+// twice — but forward-compatible content: the id may be absent (a message about no
+// request) and the type is any non-empty string (a newer peer's additions, which a relay
+// skips). The payload is absent, null or an object.
+func DecodePeer(data []byte, lim Limits) (Envelope, *DecodeError) {
+	env, err := decodeObject(data, lim, "id", "type", "payload")
+	if err != nil {
+		return Envelope{}, err
+	}
+	var id string
+	if raw := env["id"]; len(raw) > 0 && string(raw) != "null" {
+		var ok bool
+		if id, ok = stringMember(raw); !ok || len(id) > MaxIDBytes {
+			return Envelope{}, &DecodeError{Reason: ReasonMissingID, Detail: "id must be a string of at most 128 bytes"}
+		}
+	}
+	typ, ok := stringMember(env["type"])
+	if !ok || typ == "" {
+		return Envelope{}, &DecodeError{Reason: ReasonUnknownType, Detail: "type must be a non-empty string", ID: id}
+	}
+	payload, perr := objectPayload(env["payload"])
+	if perr != nil {
+		perr.ID = id
+		return Envelope{}, perr
+	}
+	return Envelope{ID: id, Type: typ, Payload: payload}, nil
+}
+
 // DecodeFrame decodes one message of a session target's stream strictly: an object with a
 // type (chat.event, chat.done or chat.error) and an object payload. The payload's content
 // is the Checker's business.

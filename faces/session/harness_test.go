@@ -227,7 +227,7 @@ type env struct {
 func newEnv(t testing.TB, tweak func(*Config)) *env {
 	t.Helper()
 	cfg := Config{Routes: []sessionrpc.RouteConfig{
-		{Name: "script", Upstream: &sessionrpc.UpstreamConfig{}},
+		{Name: "script", Upstream: &sessionrpc.UpstreamConfig{URL: "ws://127.0.0.1:1/session"}}, // served by scriptTarget
 		{Name: "tool", Capability: &sessionrpc.CapabilityConfig{Method: "tool.echo"}},
 	}}
 	if tweak != nil {

@@ -20,24 +20,46 @@ type BuildOptions struct {
 	// Previous are the targets of the configuration serving, on a reload (nil at start):
 	// upstream commands that did not change are shared, not started again.
 	Previous []gateway.Target
+	// Lookup finds the target of a routed method: the inner target of a gRPC route
+	// (GRPCConfig.Method).
+	Lookup func(method string) (gateway.Target, bool)
 }
 
 // Build returns the targets of routes by method (Method: "session.<name>"): an Upstream
-// per upstream route. A capability route needs none (its method is routed already). On
-// an error, what was built is closed.
+// per upstream route, a GRPCStream over the routed method of each gRPC route. A
+// capability route needs none (its method is routed already). On an error, what was
+// built is closed.
 func Build(routes []RouteConfig, opts BuildOptions) (map[string]gateway.Target, error) {
 	out := make(map[string]gateway.Target)
 	for _, r := range routes {
-		if r.Upstream == nil {
+		var t gateway.Target
+		var err error
+		switch {
+		case r.Upstream != nil:
+			t, err = NewUpstream(r.Name, *r.Upstream, UpstreamOptions{Logger: opts.Logger, TLS: opts.TLS, Previous: opts.Previous})
+		case r.GRPC != nil:
+			inner, ok := lookup(opts, r.GRPC.Method)
+			if !ok {
+				err = fmt.Errorf("session route %s: grpc.method %q is not routed (routing.grpc)", r.Name, r.GRPC.Method)
+				break
+			}
+			t, err = NewGRPCStream(r.Name, *r.GRPC, inner)
+		default:
 			continue
 		}
-		u, err := NewUpstream(r.Name, *r.Upstream, UpstreamOptions{Logger: opts.Logger, TLS: opts.TLS, Previous: opts.Previous})
 		if err != nil {
 			return nil, errors.Join(err, closeAll(out))
 		}
-		out[r.Method()] = u
+		out[r.Method()] = t
 	}
 	return out, nil
+}
+
+func lookup(opts BuildOptions, method string) (gateway.Target, bool) {
+	if opts.Lookup == nil {
+		return nil, false
+	}
+	return opts.Lookup(method)
 }
 
 // closeAll closes every target of ts that holds resources.

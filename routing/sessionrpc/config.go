@@ -63,6 +63,16 @@ func ValidateRoutes(routes []RouteConfig) error {
 		if r.Capability != nil && r.Capability.Method == "" {
 			return fmt.Errorf("routes[%d].capability.method is required", i)
 		}
+		if r.Upstream != nil {
+			if err := r.Upstream.Validate(); err != nil {
+				return fmt.Errorf("routes[%d].upstream: %w", i, err)
+			}
+		}
+		if r.GRPC != nil {
+			if err := r.GRPC.Validate(); err != nil {
+				return fmt.Errorf("routes[%d]: %w", i, err)
+			}
+		}
 	}
 	return nil
 }

@@ -2,120 +2,14 @@ package sessionrpc
 
 import (
 	"encoding/json"
-	"slices"
-	"unicode/utf8"
+
+	"github.com/gatehouse-dev/gatehouse/codecs/sessionrpc"
 )
 
 // The mapping reads streamed messages by path without decoding them: member scans a JSON
 // object for one member and returns its raw value. Messages come from the gRPC backend's
 // transcoder (valid JSON) and chat.start payloads are checked with json.Valid first; a
 // malformed document only makes its members absent.
-
-// member returns the raw value of the member k of the JSON object obj (the last one when
-// k appears twice, as encoding/json decodes it); ok false when absent or obj is not an
-// object.
-func member(obj []byte, k string) (v []byte, ok bool) {
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return nil, false
-	}
-	i++
-	for {
-		i = skipSpace(obj, i)
-		if i >= len(obj) || obj[i] != '"' {
-			return v, ok // '}' or malformed
-		}
-		kend := skipString(obj, i)
-		if kend < 0 {
-			return nil, false
-		}
-		key := obj[i+1 : kend-1]
-		i = skipSpace(obj, kend)
-		if i >= len(obj) || obj[i] != ':' {
-			return nil, false
-		}
-		i = skipSpace(obj, i+1)
-		vend := skipValue(obj, i)
-		if vend < 0 {
-			return nil, false
-		}
-		if keyIs(key, k) {
-			v, ok = obj[i:vend], true
-		}
-		i = skipSpace(obj, vend)
-		if i >= len(obj) || obj[i] != ',' {
-			return v, ok
-		}
-		i++
-	}
-}
-
-// keyIs reports whether the raw (still escaped) key is k; matching is case-sensitive.
-func keyIs(key []byte, k string) bool {
-	if slices.Contains(key, '\\') {
-		var s string
-		return json.Unmarshal(append(append([]byte{'"'}, key...), '"'), &s) == nil && s == k
-	}
-	return string(key) == k
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index after the string starting at b[i] ('"'), -1 when it does
-// not end.
-func skipString(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return -1
-}
-
-// skipValue returns the index after the value starting at b[i], -1 when it does not end.
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				if j = skipString(b, j); j < 0 {
-					return -1
-				}
-				j--
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
-	}
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
-		j++
-	}
-	if j == i {
-		return -1
-	}
-	return j
-}
 
 // appendInner appends the text of the JSON value v, escaped for the inside of a JSON
 // string: a string's contents as they are (already escaped), any other value's JSON
@@ -124,7 +18,7 @@ func appendInner(buf []byte, v []byte) []byte {
 	if len(v) >= 2 && v[0] == '"' {
 		return append(buf, v[1:len(v)-1]...)
 	}
-	return appendEscaped(buf, string(v))
+	return sessionrpc.AppendEscaped(buf, string(v))
 }
 
 // textOf is the text of a JSON value: a string's contents, any other value's JSON.
@@ -146,48 +40,4 @@ func textOf(v []byte) string {
 }
 
 // quote returns s as a JSON string.
-func quote(s string) []byte { return append(appendEscaped([]byte{'"'}, s), '"') }
-
-const hexDigits = "0123456789abcdef"
-
-// appendEscaped appends s escaped for the inside of a JSON string, as encoding/json
-// escapes it (control characters, quote, backslash, <, >, &, U+2028, U+2029; invalid
-// UTF-8 as U+FFFD).
-func appendEscaped(buf []byte, s string) []byte {
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				buf = append(buf, '\\', c)
-			case c == '\n':
-				buf = append(buf, '\\', 'n')
-			case c == '\r':
-				buf = append(buf, '\\', 'r')
-			case c == '\t':
-				buf = append(buf, '\\', 't')
-			case c == '\b':
-				buf = append(buf, '\\', 'b')
-			case c == '\f':
-				buf = append(buf, '\\', 'f')
-			case c < 0x20 || c == '<' || c == '>' || c == '&':
-				buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			default:
-				buf = append(buf, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			buf = append(buf, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			buf = append(buf, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		default:
-			buf = append(buf, s[i:i+size]...)
-		}
-		i += size
-	}
-	return buf
-}
+func quote(s string) []byte { return append(sessionrpc.AppendEscaped([]byte{'"'}, s), '"') }

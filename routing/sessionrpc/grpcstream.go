@@ -54,7 +54,7 @@ func NewGRPCStream(name string, cfg GRPCConfig, inner gateway.Target) (*GRPCStre
 }
 
 // Name implements gateway.Target: the route's method.
-func (g *GRPCStream) Name() string { return MethodPrefix + g.name }
+func (g *GRPCStream) Name() string { return "session:" + g.name }
 
 // Method returns the routed gRPC method the route runs.
 func (g *GRPCStream) Method() string { return g.cfg.Method }

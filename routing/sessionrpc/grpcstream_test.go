@@ -396,7 +396,7 @@ func TestGRPCStreamForwards(t *testing.T) {
 	if g.NotRetryable(call) {
 		t.Error("NotRetryable = true; the backend allows retries")
 	}
-	if g.Name() != "session.count" || g.Method() != "calc.count" {
+	if g.Name() != "session:count" || g.Method() != "calc.count" {
 		t.Errorf("Name, Method = %q, %q", g.Name(), g.Method())
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/codecs/sessionrpc"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
@@ -172,32 +171,4 @@ func BenchmarkRelay(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-}
-
-// FuzzScanEnvelope: scanEnvelope agrees with encoding/json decoding into an Envelope.
-func FuzzScanEnvelope(f *testing.F) {
-	for _, s := range []string{`{"id":"rpc_1","type":"chat.event","payload":{"a":[1,"}"]}}`, `{"ID":"x","Type":null,"id":"y"}`, `{"id":"x","iD":null,"type":"t","TYPE":null}`,
-		`{"id":"\u0041\"","payload":null}`, `{"id":1}`, `[]`, `{"type":"a\xffb"}`, ` { "payload" : "x" , "k":{} } `} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		id, typ, payload, err := scanEnvelope(data)
-		var env sessionrpc.Envelope
-		jerr := json.Unmarshal(data, &env)
-		if string(bytes.TrimSpace(data)) == "null" {
-			if err == nil {
-				t.Fatal("a top-level null was accepted")
-			}
-			return
-		}
-		if (err == nil) != (jerr == nil) {
-			t.Fatalf("scan err %v, encoding/json err %v", err, jerr)
-		}
-		if err != nil {
-			return
-		}
-		if id != env.ID || typ != env.Type || !bytes.Equal(payload, env.Payload) {
-			t.Fatalf("scan (%q, %q, %s), encoding/json (%q, %q, %s)", id, typ, payload, env.ID, env.Type, env.Payload)
-		}
-	})
 }

@@ -20,17 +20,20 @@ const (
 // errMalformed is the failure of an upstream message that is not a session RPC envelope.
 var errMalformed = gateway.Errorf(schemas.CodeUnavailable, "the session upstream sent a malformed message")
 
+// peerLimits bound what relay decodes: the message's size is bounded already by the
+// reader (max_frame_bytes), so only nesting is bounded here, as the face bounds a client's.
+var peerLimits = sessionrpc.Limits{MaxBytes: MaxUpstreamFrameBytes, MaxDepth: sessionrpc.DefaultLimits.MaxDepth, MaxStringBytes: MaxUpstreamFrameBytes}
+
 // relay turns one message the upstream sent about request reqID into the Frame to yield.
 // Messages for other ids and the queueing messages (chat.accepted, chat.queued,
 // chat.started) and answers (chat.abort.result, status.result, task.status.result) are
 // skipped, as are message types this gateway does not know (a newer upstream's additions).
 // An envelope-level error concerning the request becomes its chat.error.
 func relay(reqID string, data []byte) ([]byte, relayAction, *gateway.Error) {
-	id, typ, payload, err := scanEnvelope(data)
+	env, err := sessionrpc.DecodePeer(data, peerLimits)
 	if err != nil {
 		return nil, relaySkip, errMalformed.Wrap(err)
 	}
-	env := sessionrpc.Envelope{ID: id, Type: typ, Payload: payload}
 	if env.ID != "" && env.ID != reqID {
 		return nil, relaySkip, nil
 	}
