@@ -1,4 +1,4 @@
-// Package session is the session RPC face (issue #17, docs/session.md): interactive
+// Package session is the session RPC face (docs/session.md): interactive
 // clients (chat UIs, IDE assistants) hold one connection — WebSocket at GET /session, or
 // HTTP+SSE under /session/ — and run conversations on the routes of the session section.
 //
