@@ -42,8 +42,8 @@ import (
 // task's failure, whose code and data reach the caller unchanged. A replica that dies
 // takes its agents with it: a task forwarded to it fails with AGENT_GONE when the
 // connection breaks, and its entries lapse within missed_heartbeats intervals, after which
-// calls fail with NO_AGENT. Forwarded tasks are never retried; redundant runs (k > 1) and
-// progress stay with the replica's own agents.
+// calls fail with NO_AGENT. Forwarded tasks are never retried. What the agents of each
+// replica offer is in the shared catalog (catalog.go), so every replica lists them.
 
 // prefixOperator is the shared store key prefix of the registry: + operator id.
 const prefixOperator = "agentlink:op:"
@@ -93,6 +93,7 @@ type peering struct {
 
 	mu         sync.Mutex
 	registered map[string]bool // operators this replica has an entry for; guarded by mu
+	truncated  bool            // the shared catalog left operators out; guarded by mu
 }
 
 // UsePeers lets the hub forward tasks to other replicas' agents and serve theirs, until
@@ -146,6 +147,9 @@ func (h *Hub) advertiseLoop(pr *peering) {
 	defer tick.Stop()
 	for {
 		h.refreshEntries(pr, false)
+		if h.refreshRemote(pr) {
+			h.changed()
+		}
 		select {
 		case <-pr.stop:
 			h.refreshEntries(pr, true)
@@ -156,8 +160,17 @@ func (h *Hub) advertiseLoop(pr *peering) {
 	}
 }
 
+// refreshRemote reads the other replicas' shared catalogs; it reports whether the
+// operators they offer changed.
+func (h *Hub) refreshRemote(pr *peering) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.HeartbeatInterval)
+	defer cancel()
+	return h.readRemote(ctx, pr)
+}
+
 // refreshEntries writes this replica's entry for every operator its agents offer and drops
-// the entries of those they no longer offer (all of them when closing).
+// the entries of those they no longer offer (all of them when closing), and publishes its
+// shared catalog (catalog.go).
 func (h *Hub) refreshEntries(pr *peering, closing bool) {
 	if pr.Advertise == "" {
 		return
@@ -190,6 +203,9 @@ func (h *Hub) refreshEntries(pr *peering, closing bool) {
 			continue
 		}
 		delete(pr.registered, op)
+	}
+	if err := h.publishCatalog(ctx, pr, closing); err != nil {
+		h.log.Warn("the shared catalog could not be updated", "err", err)
 	}
 }
 

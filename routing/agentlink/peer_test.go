@@ -28,7 +28,13 @@ type replica struct {
 
 func startReplica(t *testing.T, store state.KV, opts ...grpc.ServerOption) *replica {
 	t.Helper()
-	h, err := agentlink.New(fastConfig(), agentlink.Options{})
+	return startReplicaCfg(t, store, fastConfig(), opts...)
+}
+
+// startReplicaCfg is startReplica with cfg.
+func startReplicaCfg(t *testing.T, store state.KV, cfg agentlink.Config, opts ...grpc.ServerOption) *replica {
+	t.Helper()
+	h, err := agentlink.New(cfg, agentlink.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
