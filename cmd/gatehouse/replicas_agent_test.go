@@ -198,3 +198,77 @@ func TestRemoteAgentOperatorsInEveryCatalog(t *testing.T) {
 		t.Fatalf("nekte.discover on B still lists agent.sha256: %s", r.body)
 	}
 }
+
+// TestRemoteAgentsProgressAndRedundancy: the progress reports of an agent on replica A
+// reach an MCP caller on replica B as notifications/progress, and a redundant call on B
+// runs on distinct agents of both replicas; more runs than agents anywhere is NO_AGENT
+// with the counts and a recovery hint.
+func TestRemoteAgentsProgressAndRedundancy(t *testing.T) {
+	a, b := agentReplicas(t)
+	startAgent(t, a.internal, "ra", true)
+	capsWith(t, b, "agent.sleep")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cli, err := client.NewStreamableHttpClient(strings.TrimSuffix(b.rpc, "/rpc") + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	var progress atomic.Int32
+	cli.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == "notifications/progress" && n.Params.AdditionalFields["progressToken"] == "far-7" {
+			progress.Add(1)
+		}
+	})
+	if err := cli.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = "2025-06-18"
+	init.Params.ClientInfo = mcp.Implementation{Name: "replicas-test", Version: "1"}
+	if _, err := cli.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "agent.sleep"
+	req.Params.Arguments = map[string]any{"ms": 300, "steps": 3}
+	req.Params.Meta = &mcp.Meta{ProgressToken: "far-7"}
+	res, err := cli.CallTool(ctx, req)
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(mcp.TextContent).Text, `"agent":"ra"`) {
+		t.Fatalf("agent.sleep through B: %+v, %v", res, err)
+	}
+	waitFor(t, func() bool { return progress.Load() >= 2 })
+
+	// One agent on each replica: k = 2 through B runs on both.
+	startAgent(t, b.internal, "rb", true)
+	var r rpcResult
+	waitFor(t, func() bool {
+		r = b.rpcCall(t, "", "agent.sha256", `{"text":"hello","redundancy":2}`)
+		return errorCode(r) == 0
+	})
+	var out struct {
+		Runs []struct {
+			Agent  string
+			Output struct{ SHA256 string }
+		}
+	}
+	if err := json.Unmarshal(r.reply.Result, &out); err != nil || len(out.Runs) != 2 {
+		t.Fatalf("redundancy 2 through B: %s", r.body)
+	}
+	agents := map[string]bool{}
+	for _, run := range out.Runs {
+		agents[run.Agent] = true
+		if run.Output.SHA256 != "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824" {
+			t.Fatalf("a run through B: %s", r.body)
+		}
+	}
+	if !agents["ra"] || !agents["rb"] {
+		t.Fatalf("redundancy 2 through B ran on %v, want ra and rb: %s", agents, r.body)
+	}
+	r = b.rpcCall(t, "", "agent.sha256", `{"text":"hello","redundancy":3}`)
+	if errorCode(r) != 1006 || !strings.Contains(r.body, `"offered":2`) || !strings.Contains(r.body, `"wanted":3`) ||
+		!strings.Contains(r.body, "WAIT_FOR_AN_AGENT_THEN_DISCOVER") {
+		t.Fatalf("redundancy 3 with 2 agents on the replicas: %s", r.body)
+	}
+}

@@ -28,7 +28,8 @@ import (
 // agent connecting or leaving here, or on another replica sharing the state store — it
 // republishes its tools after mcp_face.tools_changed_delay, so a burst of changes makes one
 // publish, and mcp-go sends notifications/tools/list_changed to every session. A
-// tools/list after a change it has not republished yet rebuilds the list first.
+// tools/list or tools/call after a change it has not republished yet rebuilds the list
+// first (a generation compare when nothing changed).
 
 // setTools publishes the bridged tools the last publish built and the agents' operators
 // as they are now. f.toolsMu is held.

@@ -82,6 +82,7 @@ func New(gw Gateway, o Options) *Face {
 	hooks := f.hooks()
 	hooks.AddAfterListTools(f.visibleTools) // tools/list shows the caller what the policy lets it reach
 	hooks.AddBeforeListTools(func(context.Context, any, *mcp.ListToolsRequest) { f.refreshAgentTools() })
+	hooks.AddBeforeCallTool(func(context.Context, any, *mcp.CallToolRequest) { f.refreshAgentTools() })
 	hooks.AddAfterListResources(f.visibleResources) // and so do the other lists (lists.go)
 	hooks.AddAfterListResourceTemplates(f.visibleTemplates)
 	hooks.AddAfterListPrompts(f.visiblePrompts)
