@@ -3,6 +3,7 @@ package mcpface
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -19,10 +20,16 @@ import (
 // id, "agent.sha256"), described by the operator's description and input schema, and its
 // output schema is that of the call's result (task_id, job_id, agent, output, data_refs …).
 // tools/call runs it through the same pipeline as a JSON-RPC call of the method (policy,
-// limits, the agent target) on mcp-go's path, never the fast path. The list follows the
-// connected agents: it is rebuilt, and list_changed sent, when a client lists the tools
-// after the operators offered have changed (a call of an operator no agent offers any more
-// gets NO_AGENT from the agent target). A bridged tool of the same name wins.
+// limits, the agent target) on mcp-go's path, never the fast path. A call of an operator no
+// agent offers any more gets NO_AGENT from the agent target; a bridged tool of the same name
+// wins.
+//
+// The list follows the hub (Hub.OnChange): when the operators offered change — an
+// agent connecting or leaving here, or on another replica sharing the state store — it
+// republishes its tools after mcp_face.tools_changed_delay, so a burst of changes makes one
+// publish, and mcp-go sends notifications/tools/list_changed to every session. A
+// tools/list or tools/call after a change it has not republished yet rebuilds the list
+// first (a generation compare when nothing changed).
 
 // setTools publishes the bridged tools the last publish built and the agents' operators
 // as they are now. f.toolsMu is held.
@@ -56,6 +63,54 @@ func (f *Face) refreshAgentTools() {
 	if f.agents != nil && f.agents.Hub().Generation() != f.agentGen {
 		f.setTools()
 	}
+}
+
+// watchAgents follows the hub of f.agents (replacing the hub followed before). f.toolsMu
+// is held.
+func (f *Face) watchAgents() {
+	if f.agentWatch != nil {
+		f.agentWatch()
+		f.agentWatch = nil
+	}
+	if f.agents != nil {
+		f.agentWatch = f.agents.Hub().OnChange(f.agentsChanged)
+	}
+}
+
+// agentsChanged schedules a republish of the tools after the face's delay, unless one is
+// pending already (the debounce). It does not block.
+func (f *Face) agentsChanged() {
+	f.changeMu.Lock()
+	defer f.changeMu.Unlock()
+	if f.changeTimer != nil || f.closed {
+		return
+	}
+	f.changeTimer = time.AfterFunc(f.changeDelay, func() {
+		f.changeMu.Lock()
+		f.changeTimer = nil
+		closed := f.closed
+		f.changeMu.Unlock()
+		if !closed {
+			f.refreshAgentTools()
+		}
+	})
+}
+
+// stopAgentWatch stops following the agents' hub and drops a pending republish.
+func (f *Face) stopAgentWatch() {
+	f.toolsMu.Lock()
+	if f.agentWatch != nil {
+		f.agentWatch()
+		f.agentWatch = nil
+	}
+	f.toolsMu.Unlock()
+	f.changeMu.Lock()
+	f.closed = true
+	if f.changeTimer != nil {
+		f.changeTimer.Stop()
+		f.changeTimer = nil
+	}
+	f.changeMu.Unlock()
 }
 
 // isAgentTool reports whether name is an agent operator's tool (its method is its name).

@@ -21,6 +21,9 @@ func (f *Face) Sync() {
 	f.toolsMu.Lock()
 	agentsChanged := agents != f.agents
 	f.agents = agents
+	if agentsChanged {
+		f.watchAgents()
+	}
 	if target == f.bound && agentsChanged {
 		f.setTools()
 	}

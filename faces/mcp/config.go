@@ -24,6 +24,12 @@ type Config struct {
 	// SessionTTL is how long a session lives after its initialize (default 24h); its record
 	// in the state store, and a revocation, expire with it.
 	SessionTTL time.Duration `yaml:"session_ttl" json:"session_ttl,omitempty"`
+	// ToolsChangedDelay is how long the face waits after the compute agents' operators
+	// change (an agent connecting or leaving, here or on another replica) before it
+	// republishes its tools and sends notifications/tools/list_changed to its sessions, so
+	// that a burst of changes makes one notification (default 250ms; 0 or absent: the
+	// default).
+	ToolsChangedDelay time.Duration `yaml:"tools_changed_delay" json:"tools_changed_delay,omitempty"`
 }
 
 const (
@@ -31,7 +37,17 @@ const (
 	MinSessionKeyBytes = 32
 	// DefaultSessionTTL is how long an MCP session lives after its initialize.
 	DefaultSessionTTL = 24 * time.Hour
+	// DefaultToolsChangedDelay is mcp_face.tools_changed_delay's default.
+	DefaultToolsChangedDelay = 250 * time.Millisecond
 )
+
+// toolsChangedDelay is ToolsChangedDelay with its default.
+func (c Config) toolsChangedDelay() time.Duration {
+	if c.ToolsChangedDelay <= 0 {
+		return DefaultToolsChangedDelay
+	}
+	return c.ToolsChangedDelay
+}
 
 // ValidateSessionKey reports a session_key shorter than MinSessionKeyBytes; absent, the
 // key is drawn at start and valid.

@@ -48,6 +48,12 @@ type Face struct {
 	bridged    []mcpserver.ServerTool          // the bridged tools the last publish built
 	agentGen   uint64                          // the agents' operator generation published
 	agentNames atomic.Pointer[map[string]bool] // the agent operators' tool names published
+	agentWatch func()                          // stops following the agents' hub (OnChange); guarded by toolsMu
+
+	changeDelay time.Duration // mcp_face.tools_changed_delay
+	changeMu    sync.Mutex
+	changeTimer *time.Timer // pending republish after the agents' operators changed; guarded by changeMu
+	closed      bool        // guarded by changeMu
 }
 
 type principalKey struct{}
@@ -72,10 +78,11 @@ type Options struct {
 // Call Sync to publish the current configuration's catalog.
 func New(gw Gateway, o Options) *Face {
 	cfg := o.Config
-	f := &Face{gw: gw, log: o.Log, subs: newSubscriptions(), localOnly: cfg.localOnly()}
+	f := &Face{gw: gw, log: o.Log, subs: newSubscriptions(), localOnly: cfg.localOnly(), changeDelay: cfg.toolsChangedDelay()}
 	hooks := f.hooks()
 	hooks.AddAfterListTools(f.visibleTools) // tools/list shows the caller what the policy lets it reach
 	hooks.AddBeforeListTools(func(context.Context, any, *mcp.ListToolsRequest) { f.refreshAgentTools() })
+	hooks.AddBeforeCallTool(func(context.Context, any, *mcp.CallToolRequest) { f.refreshAgentTools() })
 	hooks.AddAfterListResources(f.visibleResources) // and so do the other lists (lists.go)
 	hooks.AddAfterListResourceTemplates(f.visibleTemplates)
 	hooks.AddAfterListPrompts(f.visiblePrompts)
@@ -120,6 +127,7 @@ func (f *Face) Shutdown(ctx context.Context) error {
 		f.unsubscribe = nil
 	}
 	f.mu.Unlock()
+	f.stopAgentWatch()
 	if f.sse != nil {
 		f.sse.CloseSessions()
 	}

@@ -47,6 +47,11 @@ type Config struct {
 	// URL makes the agent fetch it from its own network). Without a blobs section every
 	// DataRef travels untouched.
 	AllowExternalDataRefs bool `yaml:"allow_external_data_refs" json:"allow_external_data_refs,omitempty"`
+	// MaxSharedCatalogBytes bounds the catalog of this replica's agents' operators that it
+	// publishes in the shared state store for the other replicas, and the catalog of another
+	// replica it reads (default 1 MiB). Operators past it are left out of the other replicas'
+	// catalogs (a warning says so); their methods still reach them.
+	MaxSharedCatalogBytes int `yaml:"max_shared_catalog_bytes" json:"max_shared_catalog_bytes,omitempty"`
 	// Auth says which agents may connect.
 	Auth AuthConfig `yaml:"auth" json:"auth,omitzero"`
 }
@@ -108,6 +113,7 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.DispatchTimeout, DefaultDispatchTimeout)
 	setDefault(&c.MaxMessagesPerSecond, DefaultMaxMessagesPerSecond)
 	setDefault(&c.HandshakeTimeout, DefaultHandshakeTimeout)
+	setDefault(&c.MaxSharedCatalogBytes, DefaultMaxSharedCatalogBytes)
 	return c
 }
 
@@ -132,6 +138,7 @@ func (c Config) Validate() error {
 		"max_schema_bytes": int64(c.MaxSchemaBytes), "max_agents": int64(c.MaxAgents),
 		"max_concurrent_tasks": int64(c.MaxConcurrentTasks), "dispatch_timeout": int64(c.DispatchTimeout),
 		"max_messages_per_second": int64(c.MaxMessagesPerSecond), "handshake_timeout": int64(c.HandshakeTimeout),
+		"max_shared_catalog_bytes": int64(c.MaxSharedCatalogBytes),
 	} {
 		if v < 0 {
 			errs = append(errs, fmt.Errorf("agents.%s: must not be negative", name))

@@ -33,6 +33,11 @@ type Hub struct {
 	ops    map[string]*operators // by operator id; guarded by mu
 	closed bool                  // guarded by mu
 	peers  *peering              // other replicas (UsePeers); guarded by mu
+	remote *remoteView           // the other replicas' operators (catalog.go); guarded by mu
+
+	lmu       sync.Mutex
+	listeners map[uint64]func() // OnChange; guarded by lmu
+	nextL     uint64            // guarded by lmu
 
 	gen     atomic.Uint64 // changes whenever the operators offered change
 	seq     atomic.Uint64 // task and session counter
@@ -129,7 +134,8 @@ func New(cfg Config, opts Options) (*Hub, error) {
 		opts.Observer = nopObserver{}
 	}
 	h := &Hub{cfg: cfg.WithDefaults(), log: opts.Logger, now: opts.Now, urls: opts.DataURLs, watch: opts.Watch, obs: opts.Observer,
-		agents: make(map[string]*agent), ops: make(map[string]*operators)}
+		agents: make(map[string]*agent), ops: make(map[string]*operators),
+		remote: &remoteView{ops: map[string]*remoteOp{}, cached: map[string]*cachedCatalog{}}, listeners: map[uint64]func(){}}
 	h.started = h.now()
 	return h, nil
 }
@@ -137,8 +143,38 @@ func New(cfg Config, opts Options) (*Hub, error) {
 // Config returns the hub's configuration, defaults applied.
 func (h *Hub) Config() Config { return h.cfg }
 
-// Generation changes whenever the set of operators offered changes.
+// Generation changes whenever the set of operators offered changes: by this replica's
+// agents, or by those of other replicas sharing its state store (UsePeers).
 func (h *Hub) Generation() uint64 { return h.gen.Load() }
+
+// OnChange calls fn whenever the operators offered change (Generation), until the
+// returned stop is called. fn is called without the hub's locks held, from the goroutine
+// that made the change; it must not block.
+func (h *Hub) OnChange(fn func()) (stop func()) {
+	h.lmu.Lock()
+	defer h.lmu.Unlock()
+	h.nextL++
+	id := h.nextL
+	h.listeners[id] = fn
+	return func() {
+		h.lmu.Lock()
+		defer h.lmu.Unlock()
+		delete(h.listeners, id)
+	}
+}
+
+// changed tells the OnChange listeners the operators offered changed. Called without h.mu.
+func (h *Hub) changed() {
+	h.lmu.Lock()
+	fns := make([]func(), 0, len(h.listeners))
+	for _, fn := range h.listeners {
+		fns = append(fns, fn)
+	}
+	h.lmu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+}
 
 // OperatorInfo describes one operator offered by at least one connected agent.
 type OperatorInfo struct {
@@ -149,10 +185,12 @@ type OperatorInfo struct {
 	// Input is the operator's input schema; Output the schema of the result a call returns
 	// (the envelope around the operator's output).
 	Input, Output json.RawMessage
-	// Agents are the ids of the agents offering it, sorted.
+	// Agents are the ids of the agents offering it, here or on other replicas, sorted.
 	Agents []string
 	// TypicalMs is the agents' own cost hint, 0 when none gave one.
 	TypicalMs int
+	// Remote is set when only the agents of other replicas offer it (calls are forwarded).
+	Remote bool
 }
 
 // Operators returns the operators offered now, sorted by id, and the generation they
@@ -171,8 +209,19 @@ func (h *Hub) Operators() ([]OperatorInfo, uint64) {
 		for _, a := range o.agents {
 			info.Agents = append(info.Agents, a.id)
 		}
+		if r := h.remote.ops[id]; r != nil && jsonEqual(r.Input, o.spec.input) && jsonEqual(r.Output, o.spec.output) {
+			info.Agents = append(info.Agents, r.Agents...)
+		}
 		slices.Sort(info.Agents)
+		info.Agents = slices.Compact(info.Agents)
 		out = append(out, info)
+	}
+	for id, r := range h.remote.ops {
+		if h.ops[id] != nil {
+			continue
+		}
+		out = append(out, OperatorInfo{ID: id, Method: h.cfg.Namespace + id, Description: r.Description, Input: r.Input,
+			Output: resultSchema(r.Output), Agents: slices.Clone(r.Agents), TypicalMs: int(r.TypicalMs), Remote: true})
 	}
 	slices.SortFunc(out, func(a, b OperatorInfo) int { return cmpString(a.ID, b.ID) })
 	return out, gen
@@ -234,6 +283,14 @@ var errClosed = errors.New("the gateway is shutting down")
 
 // register adds a to the hub, or says why it cannot join.
 func (h *Hub) register(a *agent) error {
+	if err := h.registerLocked(a); err != nil {
+		return err
+	}
+	h.changed()
+	return nil
+}
+
+func (h *Hub) registerLocked(a *agent) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
@@ -283,10 +340,16 @@ func jsonEqual(a, b json.RawMessage) bool {
 
 // unregister removes a from the hub; its tasks are failed by the caller.
 func (h *Hub) unregister(a *agent) {
+	if h.unregisterLocked(a) {
+		h.changed()
+	}
+}
+
+func (h *Hub) unregisterLocked(a *agent) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.agents[a.id] != a {
-		return
+		return false
 	}
 	delete(h.agents, a.id)
 	for id := range a.ops {
@@ -301,6 +364,7 @@ func (h *Hub) unregister(a *agent) {
 	}
 	h.gen.Add(1)
 	h.pokeLocked()
+	return true
 }
 
 // pick chooses an agent for a task of operator op and reserves one of its task slots: by

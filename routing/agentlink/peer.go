@@ -38,12 +38,14 @@ import (
 // entry, picks one live replica (round robin) and forwards the task over gatehouse.v1.
 // AgentPeerService on the internal listener with that replica's secret, under the call's
 // deadline (the task's timeout, as a local dispatch) and trace context. The serving
-// replica dispatches the task to one of its agents and answers with the outcome or the
-// task's failure, whose code and data reach the caller unchanged. A replica that dies
+// replica dispatches the task to one of its agents (DispatchTaskStream: k distinct ones for
+// a redundant task's share, redundant.go), streams the agents' progress reports back and
+// answers with the outcome or the task's failure, whose code and data reach the caller
+// unchanged. A replica that dies
 // takes its agents with it: a task forwarded to it fails with AGENT_GONE when the
 // connection breaks, and its entries lapse within missed_heartbeats intervals, after which
-// calls fail with NO_AGENT. Forwarded tasks are never retried; redundant runs (k > 1) and
-// progress stay with the replica's own agents.
+// calls fail with NO_AGENT. Forwarded tasks are never retried. What the agents of each
+// replica offer is in the shared catalog (catalog.go), so every replica lists them.
 
 // prefixOperator is the shared store key prefix of the registry: + operator id.
 const prefixOperator = "agentlink:op:"
@@ -62,6 +64,10 @@ type SharedStore interface {
 type PeerClient interface {
 	// DispatchTask forwards a task to the replica at addr (host:port).
 	DispatchTask(ctx context.Context, addr string, req *gatehousev1.DispatchTaskRequest) (*gatehousev1.DispatchTaskResponse, error)
+	// DispatchTaskStream forwards a task, possibly redundant, to the replica at addr and
+	// calls progress (when set) with each progress report before it returns the answer.
+	DispatchTaskStream(ctx context.Context, addr string, req *gatehousev1.DispatchTaskStreamRequest,
+		progress func(*gatehousev1.ForwardedProgress)) (*gatehousev1.DispatchTaskResponse, error)
 }
 
 // Peers is how a Hub reaches the agents of other replicas sharing its state store, and
@@ -93,6 +99,7 @@ type peering struct {
 
 	mu         sync.Mutex
 	registered map[string]bool // operators this replica has an entry for; guarded by mu
+	truncated  bool            // the shared catalog left operators out; guarded by mu
 }
 
 // UsePeers lets the hub forward tasks to other replicas' agents and serve theirs, until
@@ -146,6 +153,9 @@ func (h *Hub) advertiseLoop(pr *peering) {
 	defer tick.Stop()
 	for {
 		h.refreshEntries(pr, false)
+		if h.refreshRemote(pr) {
+			h.changed()
+		}
 		select {
 		case <-pr.stop:
 			h.refreshEntries(pr, true)
@@ -156,8 +166,17 @@ func (h *Hub) advertiseLoop(pr *peering) {
 	}
 }
 
+// refreshRemote reads the other replicas' shared catalogs; it reports whether the
+// operators they offer changed.
+func (h *Hub) refreshRemote(pr *peering) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.HeartbeatInterval)
+	defer cancel()
+	return h.readRemote(ctx, pr)
+}
+
 // refreshEntries writes this replica's entry for every operator its agents offer and drops
-// the entries of those they no longer offer (all of them when closing).
+// the entries of those they no longer offer (all of them when closing), and publishes its
+// shared catalog (catalog.go).
 func (h *Hub) refreshEntries(pr *peering, closing bool) {
 	if pr.Advertise == "" {
 		return
@@ -190,6 +209,9 @@ func (h *Hub) refreshEntries(pr *peering, closing bool) {
 			continue
 		}
 		delete(pr.registered, op)
+	}
+	if err := h.publishCatalog(ctx, pr, closing); err != nil {
+		h.log.Warn("the shared catalog could not be updated", "err", err)
 	}
 }
 
@@ -287,29 +309,9 @@ func (h *Hub) forward(ctx context.Context, pr *peering, t Task, in json.RawMessa
 	if t.JobID == "" {
 		t.JobID = newJobID()
 	}
-	req := &gatehousev1.DispatchTaskRequest{Secret: entries[addr].Secret, Operator: t.Operator, InputJson: in,
-		JobId: t.JobID, AffinityKey: t.AffinityKey, TimeoutMs: u32(t.Timeout.Milliseconds()),
-		CpuMillicores: t.CPUMillicores, MemoryBytes: t.MemoryBytes}
-	if len(t.Refs) > 0 {
-		if req.DataRefsJson, err = json.Marshal(t.Refs); err != nil {
-			return nil, gateway.NewError(schemas.CodeInternal).Wrap(err)
-		}
-	}
-	timeout := h.timeout(ctx, t.Timeout)
-	// The serving replica bounds the task by the same timeout; the grace covers the hop.
-	fctx, cancel := context.WithTimeout(ctx, timeout+h.cfg.HeartbeatInterval)
-	defer cancel()
-	fctx, span := dispatchTracer.Start(fctx, "agentlink.forward", attribute.String("gatehouse.agent.operator", t.Operator),
-		attribute.String("gatehouse.agent.replica", addr))
-	res, err := pr.Client.DispatchTask(fctx, addr, req)
-	if span != nil {
-		if err != nil {
-			span.SetStatus(otelcodes.Error, status.Convert(err).Message())
-		}
-		span.End()
-	}
+	res, err := h.forwardTo(ctx, pr, addr, entries[addr].Secret, t, in, 1)
 	if err != nil {
-		return nil, h.forwardError(ctx, fctx, t, addr, timeout, err)
+		return nil, err
 	}
 	if f := res.GetFailure(); f != nil {
 		return nil, failureError(f)
@@ -319,6 +321,53 @@ func (h *Hub) forward(ctx context.Context, pr *peering, t Task, in json.RawMessa
 		return nil, gateway.NewError(schemas.CodeInternal).With("operator", t.Operator).Wrap(err)
 	}
 	return &o, nil
+}
+
+// forwardTo sends t (its job id set) to the replica at addr for k runs (1: one) over
+// DispatchTaskStream, passing the agents' progress reports to t.Progress, and returns the
+// replica's answer; an error is the hop's own failure (forwardError). A replica that does
+// not serve DispatchTaskStream is sent a single task over DispatchTask, without progress.
+func (h *Hub) forwardTo(ctx context.Context, pr *peering, addr string, secret []byte, t Task, in json.RawMessage, k int) (*gatehousev1.DispatchTaskResponse, error) {
+	req := &gatehousev1.DispatchTaskRequest{Secret: secret, Operator: t.Operator, InputJson: in,
+		JobId: t.JobID, AffinityKey: t.AffinityKey, TimeoutMs: u32(t.Timeout.Milliseconds()),
+		CpuMillicores: t.CPUMillicores, MemoryBytes: t.MemoryBytes}
+	if len(t.Refs) > 0 {
+		var err error
+		if req.DataRefsJson, err = json.Marshal(t.Refs); err != nil {
+			return nil, gateway.NewError(schemas.CodeInternal).Wrap(err)
+		}
+	}
+	timeout := h.timeout(ctx, t.Timeout)
+	// The serving replica bounds the task by the same timeout; the grace covers the hop.
+	fctx, cancel := context.WithTimeout(ctx, timeout+h.cfg.HeartbeatInterval)
+	defer cancel()
+	fctx, span := dispatchTracer.Start(fctx, "agentlink.forward", attribute.String("gatehouse.agent.operator", t.Operator),
+		attribute.String("gatehouse.agent.replica", addr), attribute.Int("gatehouse.agent.redundancy", k))
+	var progress func(*gatehousev1.ForwardedProgress)
+	if t.Progress != nil {
+		progress = func(p *gatehousev1.ForwardedProgress) {
+			gp := gateway.Progress{Progress: p.GetProgress(), Message: p.GetMessage()}
+			if p.GetHasTotal() {
+				tot := p.GetTotal()
+				gp.Total = &tot
+			}
+			t.Progress(gp)
+		}
+	}
+	res, err := pr.Client.DispatchTaskStream(fctx, addr, &gatehousev1.DispatchTaskStreamRequest{Task: req, Redundancy: u32(int64(k))}, progress)
+	if status.Code(err) == codes.Unimplemented && k == 1 { // a replica of an earlier version
+		res, err = pr.Client.DispatchTask(fctx, addr, req)
+	}
+	if span != nil {
+		if err != nil {
+			span.SetStatus(otelcodes.Error, status.Convert(err).Message())
+		}
+		span.End()
+	}
+	if err != nil {
+		return nil, h.forwardError(ctx, fctx, t, addr, timeout, err)
+	}
+	return res, nil
 }
 
 // forwardError maps a failed forward: the caller giving up is the caller's error, the hop
@@ -361,18 +410,130 @@ type peerService struct {
 // DispatchTask implements gatehouse.v1.AgentPeerService: a task another replica forwards
 // runs on one of this replica's agents, never forwarded again.
 func (s *peerService) DispatchTask(ctx context.Context, req *gatehousev1.DispatchTaskRequest) (*gatehousev1.DispatchTaskResponse, error) {
-	pr := s.hub.peering()
-	if pr == nil || subtle.ConstantTimeCompare(req.GetSecret(), pr.secret) != 1 {
-		return nil, status.Error(codes.PermissionDenied, "not this replica's forwarding secret")
-	}
-	t := Task{Operator: req.GetOperator(), Input: req.GetInputJson(), JobID: req.GetJobId(), AffinityKey: req.GetAffinityKey(),
-		Timeout: time.Duration(req.GetTimeoutMs()) * time.Millisecond, CPUMillicores: req.GetCpuMillicores(),
-		MemoryBytes: req.GetMemoryBytes()}
-	if field := forwardedRefs(&t, req.GetDataRefsJson()); field != "" {
-		return failureResponse(gateway.NewError(schemas.CodeInvalidParams).With("operator", t.Operator).
-			With("field", field).With("reason", "malformed in the forwarded task")), nil
+	t, refused, err := s.task(req)
+	if err != nil || refused != nil {
+		return refused, err
 	}
 	return outcomeResponse(s.hub.dispatchLocal(ctx, t))
+}
+
+// task is the forwarded task of req: a status error when the secret is not this
+// replica's, an answer (the failure) when the task is malformed.
+func (s *peerService) task(req *gatehousev1.DispatchTaskRequest) (Task, *gatehousev1.DispatchTaskResponse, error) {
+	pr := s.hub.peering()
+	if pr == nil || subtle.ConstantTimeCompare(req.GetSecret(), pr.secret) != 1 {
+		return Task{}, nil, status.Error(codes.PermissionDenied, "not this replica's forwarding secret")
+	}
+	t := Task{Operator: req.GetOperator(), Input: req.GetInputJson(), JobID: req.GetJobId(), AffinityKey: req.GetAffinityKey(),
+		Timeout: time.Duration(req.GetTimeoutMs()) * time.Millisecond}
+	t.CPUMillicores, t.MemoryBytes = req.GetCpuMillicores(), req.GetMemoryBytes()
+	if field := forwardedRefs(&t, req.GetDataRefsJson()); field != "" {
+		return t, failureResponse(gateway.NewError(schemas.CodeInvalidParams).With("operator", t.Operator).
+			With("field", field).With("reason", "malformed in the forwarded task")), nil
+	}
+	return t, nil, nil
+}
+
+// forwardedProgressBuffer bounds the progress reports waiting to be sent to the forwarding
+// replica; past it reports are dropped (progress is advisory, the result is not).
+const forwardedProgressBuffer = 64
+
+// DispatchTaskStream implements gatehouse.v1.AgentPeerService: a task another replica
+// forwards runs on one of this replica's agents, or on k distinct ones (redundancy), never
+// forwarded again; the agents' progress reports are streamed before the answer.
+func (s *peerService) DispatchTaskStream(req *gatehousev1.DispatchTaskStreamRequest, stream grpc.ServerStreamingServer[gatehousev1.DispatchTaskStreamResponse]) error {
+	t, refused, err := s.task(req.GetTask())
+	if err != nil {
+		return err
+	}
+	if refused != nil {
+		return stream.Send(&gatehousev1.DispatchTaskStreamResponse{Event: &gatehousev1.DispatchTaskStreamResponse_Result{Result: refused}})
+	}
+	k := max(1, int(req.GetRedundancy()))
+	progress := make(chan *gatehousev1.ForwardedProgress, forwardedProgressBuffer)
+	t.Progress = func(p gateway.Progress) {
+		fp := &gatehousev1.ForwardedProgress{Progress: p.Progress, Message: p.Message}
+		if p.Total != nil {
+			fp.Total, fp.HasTotal = *p.Total, true
+		}
+		select {
+		case progress <- fp:
+		default:
+		}
+	}
+	ctx := stream.Context()
+	done := make(chan *gatehousev1.DispatchTaskResponse, 1)
+	go func() {
+		var res *gatehousev1.DispatchTaskResponse
+		if k > 1 {
+			res = runsResponse(s.hub.dispatchRedundant(ctx, t, k, false))
+		} else {
+			res, _ = outcomeResponse(s.hub.dispatchLocal(ctx, t))
+		}
+		done <- res
+	}()
+	sendProgress := func(p *gatehousev1.ForwardedProgress) error {
+		return stream.Send(&gatehousev1.DispatchTaskStreamResponse{Event: &gatehousev1.DispatchTaskStreamResponse_Progress{Progress: p}})
+	}
+	for {
+		select {
+		case p := <-progress:
+			if err := sendProgress(p); err != nil {
+				<-done // the stream broke: its context ends the task
+				return err
+			}
+		case res := <-done:
+			for len(progress) > 0 {
+				if err := sendProgress(<-progress); err != nil {
+					return err
+				}
+			}
+			if res == nil {
+				return status.Error(codes.Internal, "the outcome could not be encoded")
+			}
+			return stream.Send(&gatehousev1.DispatchTaskStreamResponse{Event: &gatehousev1.DispatchTaskStreamResponse_Result{Result: res}})
+		}
+	}
+}
+
+// runsResponse is the answer for a redundant task's runs, or for its failure as a whole.
+func runsResponse(runs []Run, failure error) *gatehousev1.DispatchTaskResponse {
+	if failure != nil {
+		return failureResponse(failure)
+	}
+	res := &gatehousev1.DispatchTaskResponse{}
+	for _, r := range runs {
+		dr := &gatehousev1.DispatchRun{Agent: r.Agent}
+		if r.Err != nil {
+			dr.Failure = failureResponse(r.Err).GetFailure()
+		} else if raw, err := json.Marshal(r.Outcome); err == nil {
+			dr.OutcomeJson = raw
+		} else {
+			dr.Failure = failureResponse(gateway.NewError(schemas.CodeInternal).Wrap(err)).GetFailure()
+		}
+		res.Runs = append(res.Runs, dr)
+	}
+	return res
+}
+
+// runsOf decodes the runs a serving replica answered.
+func runsOf(res *gatehousev1.DispatchTaskResponse, op string) []Run {
+	runs := make([]Run, 0, len(res.GetRuns()))
+	for _, r := range res.GetRuns() {
+		run := Run{Agent: r.GetAgent()}
+		if f := r.GetFailure(); f != nil {
+			run.Err = failureError(f)
+		} else {
+			var o Outcome
+			if err := json.Unmarshal(r.GetOutcomeJson(), &o); err != nil {
+				run.Err = gateway.NewError(schemas.CodeInternal).With("operator", op).Wrap(err)
+			} else {
+				run.Outcome = &o
+			}
+		}
+		runs = append(runs, run)
+	}
+	return runs
 }
 
 // forwardedRefs decodes a forwarded task's data refs into t and checks its job id; it

@@ -28,7 +28,13 @@ type replica struct {
 
 func startReplica(t *testing.T, store state.KV, opts ...grpc.ServerOption) *replica {
 	t.Helper()
-	h, err := agentlink.New(fastConfig(), agentlink.Options{})
+	return startReplicaCfg(t, store, fastConfig(), opts...)
+}
+
+// startReplicaCfg is startReplica with cfg.
+func startReplicaCfg(t *testing.T, store state.KV, cfg agentlink.Config, opts ...grpc.ServerOption) *replica {
+	t.Helper()
+	h, err := agentlink.New(cfg, agentlink.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +280,7 @@ func TestPeersCarryTheCallersTraceAndDeadline(t *testing.T) {
 		deadline    time.Time
 	}
 	got := make(chan seen, 16)
-	capture := grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+	see := func(ctx context.Context) {
 		md, _ := metadata.FromIncomingContext(ctx)
 		dl, _ := ctx.Deadline()
 		s := seen{deadline: dl}
@@ -282,9 +288,19 @@ func TestPeersCarryTheCallersTraceAndDeadline(t *testing.T) {
 			s.traceparent = v[0]
 		}
 		got <- s
+	}
+	captureUnary := grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+		see(ctx)
 		return next(ctx, req)
 	})
-	a, b := startReplica(t, store, capture), startReplica(t, store)
+	// Forwarded tasks travel over DispatchTaskStream.
+	captureStream := grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, next grpc.StreamHandler) error {
+		if info.FullMethod == "/gatehouse.v1.AgentPeerService/DispatchTaskStream" {
+			see(ss.Context())
+		}
+		return next(srv, ss)
+	})
+	a, b := startReplica(t, store, captureUnary, captureStream), startReplica(t, store)
 	ag := connect(t, a.addr, "", descriptor("on-a"))
 	ag.welcome()
 	ag.serveEcho()

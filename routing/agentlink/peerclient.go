@@ -3,6 +3,11 @@ package agentlink
 import (
 	"context"
 	"crypto/tls"
+	"errors"
+	"io"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/gatehouse-dev/gatehouse/routing/peerconn"
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
@@ -27,6 +32,36 @@ func (c *GRPCPeerClient) DispatchTask(ctx context.Context, addr string, req *gat
 		return nil, err
 	}
 	return gatehousev1.NewAgentPeerServiceClient(conn).DispatchTask(traceMetadata(ctx), req)
+}
+
+// DispatchTaskStream implements PeerClient; the call carries ctx's trace context.
+func (c *GRPCPeerClient) DispatchTaskStream(ctx context.Context, addr string, req *gatehousev1.DispatchTaskStreamRequest,
+	progress func(*gatehousev1.ForwardedProgress)) (*gatehousev1.DispatchTaskResponse, error) {
+	conn, err := c.pool.Conn(addr)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the stream when the answer has come (or the call failed)
+	stream, err := gatehousev1.NewAgentPeerServiceClient(conn).DispatchTaskStream(traceMetadata(ctx), req)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, status.Error(codes.Unavailable, "the replica ended the stream without an answer")
+			}
+			return nil, err
+		}
+		if res := ev.GetResult(); res != nil {
+			return res, nil
+		}
+		if p := ev.GetProgress(); p != nil && progress != nil {
+			progress(p)
+		}
+	}
 }
 
 // Close closes every connection; later calls fail.

@@ -139,20 +139,79 @@ func (x *DispatchTaskRequest) GetMemoryBytes() uint64 {
 	return 0
 }
 
+// DispatchTaskStreamRequest is one task forwarded from another replica, possibly redundant.
+type DispatchTaskStreamRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The task.
+	Task *DispatchTaskRequest `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	// Redundancy k: run the task on k distinct agents of the serving replica and answer
+	// every run (DispatchTaskResponse.runs). 0 or 1: one run, the plain answer.
+	Redundancy    uint32 `protobuf:"varint,2,opt,name=redundancy,proto3" json:"redundancy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DispatchTaskStreamRequest) Reset() {
+	*x = DispatchTaskStreamRequest{}
+	mi := &file_gatehouse_v1_agentpeer_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DispatchTaskStreamRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DispatchTaskStreamRequest) ProtoMessage() {}
+
+func (x *DispatchTaskStreamRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_v1_agentpeer_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DispatchTaskStreamRequest.ProtoReflect.Descriptor instead.
+func (*DispatchTaskStreamRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_v1_agentpeer_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *DispatchTaskStreamRequest) GetTask() *DispatchTaskRequest {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+func (x *DispatchTaskStreamRequest) GetRedundancy() uint32 {
+	if x != nil {
+		return x.Redundancy
+	}
+	return 0
+}
+
 // DispatchTaskResponse is the task's outcome, or its failure.
 type DispatchTaskResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The outcome as UTF-8 JSON ({task_id, job_id, agent, output, ...}); empty on failure.
 	OutcomeJson []byte `protobuf:"bytes,1,opt,name=outcome_json,json=outcomeJson,proto3" json:"outcome_json,omitempty"`
-	// The failure; absent on success.
-	Failure       *TaskFailure `protobuf:"bytes,2,opt,name=failure,proto3" json:"failure,omitempty"`
+	// The failure; absent on success. With redundancy k > 1, a failure of the whole request
+	// (no run was dispatched: NO_AGENT, OVERLOADED, INVALID_PARAMS).
+	Failure *TaskFailure `protobuf:"bytes,2,opt,name=failure,proto3" json:"failure,omitempty"`
+	// With redundancy k > 1: every run, in the order the agents were chosen.
+	Runs          []*DispatchRun `protobuf:"bytes,3,rep,name=runs,proto3" json:"runs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DispatchTaskResponse) Reset() {
 	*x = DispatchTaskResponse{}
-	mi := &file_gatehouse_v1_agentpeer_proto_msgTypes[1]
+	mi := &file_gatehouse_v1_agentpeer_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -164,7 +223,7 @@ func (x *DispatchTaskResponse) String() string {
 func (*DispatchTaskResponse) ProtoMessage() {}
 
 func (x *DispatchTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_v1_agentpeer_proto_msgTypes[1]
+	mi := &file_gatehouse_v1_agentpeer_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -177,7 +236,7 @@ func (x *DispatchTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchTaskResponse.ProtoReflect.Descriptor instead.
 func (*DispatchTaskResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_v1_agentpeer_proto_rawDescGZIP(), []int{1}
+	return file_gatehouse_v1_agentpeer_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *DispatchTaskResponse) GetOutcomeJson() []byte {
@@ -192,6 +251,235 @@ func (x *DispatchTaskResponse) GetFailure() *TaskFailure {
 		return x.Failure
 	}
 	return nil
+}
+
+func (x *DispatchTaskResponse) GetRuns() []*DispatchRun {
+	if x != nil {
+		return x.Runs
+	}
+	return nil
+}
+
+// DispatchRun is one run of a redundant task on one agent.
+type DispatchRun struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The agent the run was dispatched to.
+	Agent string `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	// The run's outcome as UTF-8 JSON ({task_id, job_id, agent, output, ...}); empty on failure.
+	OutcomeJson []byte `protobuf:"bytes,2,opt,name=outcome_json,json=outcomeJson,proto3" json:"outcome_json,omitempty"`
+	// The run's failure (AGENT_TASK_FAILED, AGENT_GONE, ...); absent on success.
+	Failure       *TaskFailure `protobuf:"bytes,3,opt,name=failure,proto3" json:"failure,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DispatchRun) Reset() {
+	*x = DispatchRun{}
+	mi := &file_gatehouse_v1_agentpeer_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DispatchRun) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DispatchRun) ProtoMessage() {}
+
+func (x *DispatchRun) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_v1_agentpeer_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DispatchRun.ProtoReflect.Descriptor instead.
+func (*DispatchRun) Descriptor() ([]byte, []int) {
+	return file_gatehouse_v1_agentpeer_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *DispatchRun) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *DispatchRun) GetOutcomeJson() []byte {
+	if x != nil {
+		return x.OutcomeJson
+	}
+	return nil
+}
+
+func (x *DispatchRun) GetFailure() *TaskFailure {
+	if x != nil {
+		return x.Failure
+	}
+	return nil
+}
+
+// DispatchTaskStreamResponse is one message of DispatchTaskStream: progress reports, then
+// the answer.
+type DispatchTaskStreamResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Event:
+	//
+	//	*DispatchTaskStreamResponse_Progress
+	//	*DispatchTaskStreamResponse_Result
+	Event         isDispatchTaskStreamResponse_Event `protobuf_oneof:"event"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DispatchTaskStreamResponse) Reset() {
+	*x = DispatchTaskStreamResponse{}
+	mi := &file_gatehouse_v1_agentpeer_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DispatchTaskStreamResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DispatchTaskStreamResponse) ProtoMessage() {}
+
+func (x *DispatchTaskStreamResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_v1_agentpeer_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DispatchTaskStreamResponse.ProtoReflect.Descriptor instead.
+func (*DispatchTaskStreamResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_v1_agentpeer_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *DispatchTaskStreamResponse) GetEvent() isDispatchTaskStreamResponse_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *DispatchTaskStreamResponse) GetProgress() *ForwardedProgress {
+	if x != nil {
+		if x, ok := x.Event.(*DispatchTaskStreamResponse_Progress); ok {
+			return x.Progress
+		}
+	}
+	return nil
+}
+
+func (x *DispatchTaskStreamResponse) GetResult() *DispatchTaskResponse {
+	if x != nil {
+		if x, ok := x.Event.(*DispatchTaskStreamResponse_Result); ok {
+			return x.Result
+		}
+	}
+	return nil
+}
+
+type isDispatchTaskStreamResponse_Event interface {
+	isDispatchTaskStreamResponse_Event()
+}
+
+type DispatchTaskStreamResponse_Progress struct {
+	// A progress report of an agent running the task.
+	Progress *ForwardedProgress `protobuf:"bytes,1,opt,name=progress,proto3,oneof"`
+}
+
+type DispatchTaskStreamResponse_Result struct {
+	// The final answer, the stream's last message.
+	Result *DispatchTaskResponse `protobuf:"bytes,2,opt,name=result,proto3,oneof"`
+}
+
+func (*DispatchTaskStreamResponse_Progress) isDispatchTaskStreamResponse_Event() {}
+
+func (*DispatchTaskStreamResponse_Result) isDispatchTaskStreamResponse_Event() {}
+
+// ForwardedProgress is an agent's progress report, as the serving replica received it.
+type ForwardedProgress struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The progress so far.
+	Progress float64 `protobuf:"fixed64,1,opt,name=progress,proto3" json:"progress,omitempty"`
+	// The total, when the agent gave one (has_total).
+	Total    float64 `protobuf:"fixed64,2,opt,name=total,proto3" json:"total,omitempty"`
+	HasTotal bool    `protobuf:"varint,3,opt,name=has_total,json=hasTotal,proto3" json:"has_total,omitempty"`
+	// The current step, when the agent described it.
+	Message       string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForwardedProgress) Reset() {
+	*x = ForwardedProgress{}
+	mi := &file_gatehouse_v1_agentpeer_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForwardedProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForwardedProgress) ProtoMessage() {}
+
+func (x *ForwardedProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_v1_agentpeer_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForwardedProgress.ProtoReflect.Descriptor instead.
+func (*ForwardedProgress) Descriptor() ([]byte, []int) {
+	return file_gatehouse_v1_agentpeer_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ForwardedProgress) GetProgress() float64 {
+	if x != nil {
+		return x.Progress
+	}
+	return 0
+}
+
+func (x *ForwardedProgress) GetTotal() float64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *ForwardedProgress) GetHasTotal() bool {
+	if x != nil {
+		return x.HasTotal
+	}
+	return false
+}
+
+func (x *ForwardedProgress) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
 }
 
 // TaskFailure is a task's failure as the serving replica's gateway error carries it.
@@ -209,7 +497,7 @@ type TaskFailure struct {
 
 func (x *TaskFailure) Reset() {
 	*x = TaskFailure{}
-	mi := &file_gatehouse_v1_agentpeer_proto_msgTypes[2]
+	mi := &file_gatehouse_v1_agentpeer_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -221,7 +509,7 @@ func (x *TaskFailure) String() string {
 func (*TaskFailure) ProtoMessage() {}
 
 func (x *TaskFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_v1_agentpeer_proto_msgTypes[2]
+	mi := &file_gatehouse_v1_agentpeer_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -234,7 +522,7 @@ func (x *TaskFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskFailure.ProtoReflect.Descriptor instead.
 func (*TaskFailure) Descriptor() ([]byte, []int) {
-	return file_gatehouse_v1_agentpeer_proto_rawDescGZIP(), []int{2}
+	return file_gatehouse_v1_agentpeer_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *TaskFailure) GetCode() int32 {
@@ -274,16 +562,36 @@ const file_gatehouse_v1_agentpeer_proto_rawDesc = "" +
 	"timeout_ms\x18\x06 \x01(\rR\ttimeoutMs\x12$\n" +
 	"\x0edata_refs_json\x18\a \x01(\fR\fdataRefsJson\x12%\n" +
 	"\x0ecpu_millicores\x18\b \x01(\rR\rcpuMillicores\x12!\n" +
-	"\fmemory_bytes\x18\t \x01(\x04R\vmemoryBytes\"n\n" +
+	"\fmemory_bytes\x18\t \x01(\x04R\vmemoryBytes\"r\n" +
+	"\x19DispatchTaskStreamRequest\x125\n" +
+	"\x04task\x18\x01 \x01(\v2!.gatehouse.v1.DispatchTaskRequestR\x04task\x12\x1e\n" +
+	"\n" +
+	"redundancy\x18\x02 \x01(\rR\n" +
+	"redundancy\"\x9d\x01\n" +
 	"\x14DispatchTaskResponse\x12!\n" +
 	"\foutcome_json\x18\x01 \x01(\fR\voutcomeJson\x123\n" +
-	"\afailure\x18\x02 \x01(\v2\x19.gatehouse.v1.TaskFailureR\afailure\"X\n" +
+	"\afailure\x18\x02 \x01(\v2\x19.gatehouse.v1.TaskFailureR\afailure\x12-\n" +
+	"\x04runs\x18\x03 \x03(\v2\x19.gatehouse.v1.DispatchRunR\x04runs\"{\n" +
+	"\vDispatchRun\x12\x14\n" +
+	"\x05agent\x18\x01 \x01(\tR\x05agent\x12!\n" +
+	"\foutcome_json\x18\x02 \x01(\fR\voutcomeJson\x123\n" +
+	"\afailure\x18\x03 \x01(\v2\x19.gatehouse.v1.TaskFailureR\afailure\"\xa2\x01\n" +
+	"\x1aDispatchTaskStreamResponse\x12=\n" +
+	"\bprogress\x18\x01 \x01(\v2\x1f.gatehouse.v1.ForwardedProgressH\x00R\bprogress\x12<\n" +
+	"\x06result\x18\x02 \x01(\v2\".gatehouse.v1.DispatchTaskResponseH\x00R\x06resultB\a\n" +
+	"\x05event\"|\n" +
+	"\x11ForwardedProgress\x12\x1a\n" +
+	"\bprogress\x18\x01 \x01(\x01R\bprogress\x12\x14\n" +
+	"\x05total\x18\x02 \x01(\x01R\x05total\x12\x1b\n" +
+	"\thas_total\x18\x03 \x01(\bR\bhasTotal\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"X\n" +
 	"\vTaskFailure\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1b\n" +
-	"\tdata_json\x18\x03 \x01(\fR\bdataJson2i\n" +
+	"\tdata_json\x18\x03 \x01(\fR\bdataJson2\xd4\x01\n" +
 	"\x10AgentPeerService\x12U\n" +
-	"\fDispatchTask\x12!.gatehouse.v1.DispatchTaskRequest\x1a\".gatehouse.v1.DispatchTaskResponseBIZGgithub.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1;gatehousev1b\x06proto3"
+	"\fDispatchTask\x12!.gatehouse.v1.DispatchTaskRequest\x1a\".gatehouse.v1.DispatchTaskResponse\x12i\n" +
+	"\x12DispatchTaskStream\x12'.gatehouse.v1.DispatchTaskStreamRequest\x1a(.gatehouse.v1.DispatchTaskStreamResponse0\x01BIZGgithub.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1;gatehousev1b\x06proto3"
 
 var (
 	file_gatehouse_v1_agentpeer_proto_rawDescOnce sync.Once
@@ -297,21 +605,32 @@ func file_gatehouse_v1_agentpeer_proto_rawDescGZIP() []byte {
 	return file_gatehouse_v1_agentpeer_proto_rawDescData
 }
 
-var file_gatehouse_v1_agentpeer_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_gatehouse_v1_agentpeer_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_gatehouse_v1_agentpeer_proto_goTypes = []any{
-	(*DispatchTaskRequest)(nil),  // 0: gatehouse.v1.DispatchTaskRequest
-	(*DispatchTaskResponse)(nil), // 1: gatehouse.v1.DispatchTaskResponse
-	(*TaskFailure)(nil),          // 2: gatehouse.v1.TaskFailure
+	(*DispatchTaskRequest)(nil),        // 0: gatehouse.v1.DispatchTaskRequest
+	(*DispatchTaskStreamRequest)(nil),  // 1: gatehouse.v1.DispatchTaskStreamRequest
+	(*DispatchTaskResponse)(nil),       // 2: gatehouse.v1.DispatchTaskResponse
+	(*DispatchRun)(nil),                // 3: gatehouse.v1.DispatchRun
+	(*DispatchTaskStreamResponse)(nil), // 4: gatehouse.v1.DispatchTaskStreamResponse
+	(*ForwardedProgress)(nil),          // 5: gatehouse.v1.ForwardedProgress
+	(*TaskFailure)(nil),                // 6: gatehouse.v1.TaskFailure
 }
 var file_gatehouse_v1_agentpeer_proto_depIdxs = []int32{
-	2, // 0: gatehouse.v1.DispatchTaskResponse.failure:type_name -> gatehouse.v1.TaskFailure
-	0, // 1: gatehouse.v1.AgentPeerService.DispatchTask:input_type -> gatehouse.v1.DispatchTaskRequest
-	1, // 2: gatehouse.v1.AgentPeerService.DispatchTask:output_type -> gatehouse.v1.DispatchTaskResponse
-	2, // [2:3] is the sub-list for method output_type
-	1, // [1:2] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	0, // 0: gatehouse.v1.DispatchTaskStreamRequest.task:type_name -> gatehouse.v1.DispatchTaskRequest
+	6, // 1: gatehouse.v1.DispatchTaskResponse.failure:type_name -> gatehouse.v1.TaskFailure
+	3, // 2: gatehouse.v1.DispatchTaskResponse.runs:type_name -> gatehouse.v1.DispatchRun
+	6, // 3: gatehouse.v1.DispatchRun.failure:type_name -> gatehouse.v1.TaskFailure
+	5, // 4: gatehouse.v1.DispatchTaskStreamResponse.progress:type_name -> gatehouse.v1.ForwardedProgress
+	2, // 5: gatehouse.v1.DispatchTaskStreamResponse.result:type_name -> gatehouse.v1.DispatchTaskResponse
+	0, // 6: gatehouse.v1.AgentPeerService.DispatchTask:input_type -> gatehouse.v1.DispatchTaskRequest
+	1, // 7: gatehouse.v1.AgentPeerService.DispatchTaskStream:input_type -> gatehouse.v1.DispatchTaskStreamRequest
+	2, // 8: gatehouse.v1.AgentPeerService.DispatchTask:output_type -> gatehouse.v1.DispatchTaskResponse
+	4, // 9: gatehouse.v1.AgentPeerService.DispatchTaskStream:output_type -> gatehouse.v1.DispatchTaskStreamResponse
+	8, // [8:10] is the sub-list for method output_type
+	6, // [6:8] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_v1_agentpeer_proto_init() }
@@ -319,13 +638,17 @@ func file_gatehouse_v1_agentpeer_proto_init() {
 	if File_gatehouse_v1_agentpeer_proto != nil {
 		return
 	}
+	file_gatehouse_v1_agentpeer_proto_msgTypes[4].OneofWrappers = []any{
+		(*DispatchTaskStreamResponse_Progress)(nil),
+		(*DispatchTaskStreamResponse_Result)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_v1_agentpeer_proto_rawDesc), len(file_gatehouse_v1_agentpeer_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

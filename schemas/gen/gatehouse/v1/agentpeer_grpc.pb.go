@@ -19,7 +19,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AgentPeerService_DispatchTask_FullMethodName = "/gatehouse.v1.AgentPeerService/DispatchTask"
+	AgentPeerService_DispatchTask_FullMethodName       = "/gatehouse.v1.AgentPeerService/DispatchTask"
+	AgentPeerService_DispatchTaskStream_FullMethodName = "/gatehouse.v1.AgentPeerService/DispatchTaskStream"
 )
 
 // AgentPeerServiceClient is the client API for AgentPeerService service.
@@ -40,6 +41,12 @@ type AgentPeerServiceClient interface {
 	// secret is not this replica's; the task's own failures (NO_AGENT, AGENT_GONE, ...)
 	// are answers, not statuses.
 	DispatchTask(ctx context.Context, in *DispatchTaskRequest, opts ...grpc.CallOption) (*DispatchTaskResponse, error)
+	// DispatchTaskStream runs one task on an agent of this replica, or, with redundancy
+	// k > 1, k runs on k distinct agents of this replica, and streams the agents' progress
+	// reports (DispatchTaskStreamResponse.progress) before its one final answer
+	// (DispatchTaskStreamResponse.result). PERMISSION_DENIED as DispatchTask. A replica that does not
+	// serve it (UNIMPLEMENTED) is sent single tasks over DispatchTask, without progress.
+	DispatchTaskStream(ctx context.Context, in *DispatchTaskStreamRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DispatchTaskStreamResponse], error)
 }
 
 type agentPeerServiceClient struct {
@@ -60,6 +67,25 @@ func (c *agentPeerServiceClient) DispatchTask(ctx context.Context, in *DispatchT
 	return out, nil
 }
 
+func (c *agentPeerServiceClient) DispatchTaskStream(ctx context.Context, in *DispatchTaskStreamRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DispatchTaskStreamResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &AgentPeerService_ServiceDesc.Streams[0], AgentPeerService_DispatchTaskStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[DispatchTaskStreamRequest, DispatchTaskStreamResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentPeerService_DispatchTaskStreamClient = grpc.ServerStreamingClient[DispatchTaskStreamResponse]
+
 // AgentPeerServiceServer is the server API for AgentPeerService service.
 // All implementations must embed UnimplementedAgentPeerServiceServer
 // for forward compatibility.
@@ -78,6 +104,12 @@ type AgentPeerServiceServer interface {
 	// secret is not this replica's; the task's own failures (NO_AGENT, AGENT_GONE, ...)
 	// are answers, not statuses.
 	DispatchTask(context.Context, *DispatchTaskRequest) (*DispatchTaskResponse, error)
+	// DispatchTaskStream runs one task on an agent of this replica, or, with redundancy
+	// k > 1, k runs on k distinct agents of this replica, and streams the agents' progress
+	// reports (DispatchTaskStreamResponse.progress) before its one final answer
+	// (DispatchTaskStreamResponse.result). PERMISSION_DENIED as DispatchTask. A replica that does not
+	// serve it (UNIMPLEMENTED) is sent single tasks over DispatchTask, without progress.
+	DispatchTaskStream(*DispatchTaskStreamRequest, grpc.ServerStreamingServer[DispatchTaskStreamResponse]) error
 	mustEmbedUnimplementedAgentPeerServiceServer()
 }
 
@@ -90,6 +122,9 @@ type UnimplementedAgentPeerServiceServer struct{}
 
 func (UnimplementedAgentPeerServiceServer) DispatchTask(context.Context, *DispatchTaskRequest) (*DispatchTaskResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DispatchTask not implemented")
+}
+func (UnimplementedAgentPeerServiceServer) DispatchTaskStream(*DispatchTaskStreamRequest, grpc.ServerStreamingServer[DispatchTaskStreamResponse]) error {
+	return status.Error(codes.Unimplemented, "method DispatchTaskStream not implemented")
 }
 func (UnimplementedAgentPeerServiceServer) mustEmbedUnimplementedAgentPeerServiceServer() {}
 func (UnimplementedAgentPeerServiceServer) testEmbeddedByValue()                          {}
@@ -130,6 +165,17 @@ func _AgentPeerService_DispatchTask_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentPeerService_DispatchTaskStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(DispatchTaskStreamRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AgentPeerServiceServer).DispatchTaskStream(m, &grpc.GenericServerStream[DispatchTaskStreamRequest, DispatchTaskStreamResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentPeerService_DispatchTaskStreamServer = grpc.ServerStreamingServer[DispatchTaskStreamResponse]
+
 // AgentPeerService_ServiceDesc is the grpc.ServiceDesc for AgentPeerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -142,6 +188,12 @@ var AgentPeerService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _AgentPeerService_DispatchTask_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "DispatchTaskStream",
+			Handler:       _AgentPeerService_DispatchTaskStream_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "gatehouse/v1/agentpeer.proto",
 }
