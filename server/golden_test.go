@@ -26,7 +26,7 @@ var update = flag.Bool("update", false, "rewrite the golden sections of testdata
 // the trace id normalized (rewritten by -update). Empty means no response at all.
 // Every file is replayed over HTTP and over one WebSocket connection.
 func TestGolden(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*/*.txtar")
+	files := jsonrpcGoldenFiles()
 	if len(files) < 12 {
 		t.Fatalf("found only %d golden files", len(files))
 	}

@@ -80,7 +80,7 @@ func (ts *testServer) postMsgpack(body []byte, header ...string) (int, http.Head
 // over HTTP and in WebSocket binary messages: the answers are the golden ones, in
 // MessagePack (compared after reading them back as JSON).
 func TestGoldenMsgpack(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*/*.txtar")
+	files := jsonrpcGoldenFiles()
 	ts := start(t, baseConfig+goldenExtra, nil)
 	replayed := 0
 	for _, file := range files {
