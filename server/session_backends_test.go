@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -225,7 +226,7 @@ func (r *sessionRequest) add(t *testing.T, m sessionMsg) {
 		if m.Type == "chat.event" {
 			et, _ := m.Payload["type"].(string)
 			kind += ":" + et
-			if !contains(r.events, et) {
+			if !slices.Contains(r.events, et) {
 				r.events = append(r.events, et)
 			}
 		}
@@ -237,15 +238,6 @@ func (r *sessionRequest) add(t *testing.T, m sessionMsg) {
 		}
 	}
 	r.types = append(r.types, kind)
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // pump reads messages into reqs until stop says so; messages for requests not in reqs,
@@ -317,7 +309,7 @@ func TestSessionConformanceAcrossBackends(t *testing.T) {
 						t.Fatalf("messages %v: chat.started is not second", r.types)
 					}
 					for _, want := range k.wantEvents {
-						if !contains(r.events, want) {
+						if !slices.Contains(r.events, want) {
 							t.Errorf("events %v lack %s", r.events, want)
 						}
 					}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gatehouse-dev/gatehouse/codecs/sessionrpc"
 	wire "github.com/gatehouse-dev/gatehouse/codecs/sessionrpc"
 )
 
@@ -165,7 +164,7 @@ type doc struct {
 func (d *doc) lookup(path []string) ([]byte, bool) {
 	v, ok := d.raw, len(d.raw) > 0
 	for _, k := range path {
-		if v, ok = sessionrpc.Member(v, k); !ok {
+		if v, ok = wire.Member(v, k); !ok {
 			return nil, false
 		}
 	}
@@ -202,7 +201,7 @@ func parseTemplate(s string) ([]tplPart, error) {
 				return nil, fmt.Errorf("%q: the placeholder %w", s, pathErr(s[i+1:i+end], err))
 			}
 			if lit.Len() > 0 {
-				parts = append(parts, tplPart{lit: sessionrpc.AppendEscaped(nil, lit.String())})
+				parts = append(parts, tplPart{lit: wire.AppendEscaped(nil, lit.String())})
 				lit.Reset()
 			}
 			parts = append(parts, tplPart{path: p})
@@ -214,7 +213,7 @@ func parseTemplate(s string) ([]tplPart, error) {
 		}
 	}
 	if lit.Len() > 0 {
-		parts = append(parts, tplPart{lit: sessionrpc.AppendEscaped(nil, lit.String())})
+		parts = append(parts, tplPart{lit: wire.AppendEscaped(nil, lit.String())})
 	}
 	return parts, nil
 }
@@ -296,7 +295,7 @@ func (m *mapping) appendEvents(frames [][]byte, d *doc, n int, text *[]byte) (_ 
 		}
 		mapped = true
 		buf := append(make([]byte, 0, 64+len(d.raw)), frameStart...)
-		buf = append(sessionrpc.AppendEscaped(append(buf, '"'), typ), '"')
+		buf = append(wire.AppendEscaped(append(buf, '"'), typ), '"')
 		if text == nil || typ != wire.EventTextDelta {
 			buf, _ = r.members.write(buf, d, false)
 		} else { // the reply's text: the text member's value as written
