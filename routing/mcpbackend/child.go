@@ -11,6 +11,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/routing/procgroup"
 )
 
 // child is a stdio upstream's process. The gateway owns its pipes (so no exec goroutine
@@ -60,7 +62,7 @@ func startChild(cfg *StdioConfig, log *slog.Logger) (*child, error) {
 	cmd := exec.Command(cfg.Command, cfg.Args...) //nolint:gosec // the command comes from the operator's configuration
 	cmd.Dir = cfg.Dir
 	cmd.Env = childEnv(cfg)
-	setProcessGroup(cmd)
+	procgroup.Set(cmd)
 	pipes := make([]*os.File, 0, 6) // inR, inW, outR, outW, errR, errW
 	for range 3 {
 		r, w, err := os.Pipe()
@@ -110,7 +112,7 @@ func (c *child) exitReason() string {
 }
 
 // kill ends the child's whole process group at once.
-func (c *child) kill() { _ = killGroup(c.cmd) }
+func (c *child) kill() { _ = procgroup.Kill(c.cmd) }
 
 // stop ends the child: stdin is closed so a well-behaved server exits by itself within
 // the grace period, then the group is sent SIGTERM, then SIGKILL. It returns once the
@@ -119,7 +121,7 @@ func (c *child) stop() {
 	c.stopOnce.Do(func() {
 		_ = c.stdin.Close()
 		if !waitClosed(c.exited, c.grace) {
-			_ = terminateGroup(c.cmd)
+			_ = procgroup.Terminate(c.cmd)
 			if !waitClosed(c.exited, c.grace/2+100*time.Millisecond) {
 				c.kill()
 				<-c.exited

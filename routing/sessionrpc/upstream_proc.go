@@ -12,6 +12,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/routing/procgroup"
 )
 
 // maxLogLine bounds one logged line of the upstream command's output.
@@ -135,7 +137,7 @@ func (p *supervisor) runOnce() bool {
 	cmd := exec.Command(p.cfg.Command, p.cfg.Args...) //nolint:gosec // the command comes from the operator's configuration
 	cmd.Dir = p.cfg.Dir
 	cmd.Env = p.env()
-	setProcessGroup(cmd)
+	procgroup.Set(cmd)
 	out := &logWriter{log: p.log}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = p.cfg.StopGrace
@@ -154,17 +156,17 @@ func (p *supervisor) runOnce() bool {
 		p.log.Warn("session upstream command exited", "reason", exitReason(err))
 		return false
 	case <-p.quit:
-		_ = terminateGroup(cmd)
+		_ = procgroup.Terminate(cmd)
 		t := time.NewTimer(p.cfg.StopGrace)
 		select {
 		case err := <-exited:
 			t.Stop()
 			p.log.Info("session upstream command stopped", "reason", exitReason(err))
 		case <-t.C:
-			_ = killGroup(cmd)
+			_ = procgroup.Kill(cmd)
 			p.log.Warn("session upstream command killed after stop_grace", "reason", exitReason(<-exited))
 		}
-		_ = killGroup(cmd) // whatever it left behind in its group
+		_ = procgroup.Kill(cmd) // whatever it left behind in its group
 		p.set(false, "stopped")
 		return true
 	}

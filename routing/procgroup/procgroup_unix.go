@@ -1,6 +1,6 @@
 //go:build unix
 
-package mcpbackend
+package procgroup
 
 import (
 	"errors"
@@ -8,13 +8,13 @@ import (
 	"syscall"
 )
 
-// setProcessGroup starts the child in a process group of its own, so that it and every
+// Set makes cmd start the child in a process group of its own, so that it and every
 // process it spawns (npx → node, sh → server) can be signalled together.
 //
 // Pdeathsig is deliberately not set: Linux sends it when the thread that forked the
 // child exits, not the process (golang/go#27505), and the Go runtime may retire threads.
 // A child outliving a crashed gateway sees its stdin close instead.
-func setProcessGroup(cmd *exec.Cmd) {
+func Set(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }
 
@@ -30,8 +30,8 @@ func signalGroup(cmd *exec.Cmd, sig syscall.Signal) error {
 	return err
 }
 
-// terminateGroup asks the group to exit (SIGTERM).
-func terminateGroup(cmd *exec.Cmd) error { return signalGroup(cmd, syscall.SIGTERM) }
+// Terminate asks the group to exit (SIGTERM).
+func Terminate(cmd *exec.Cmd) error { return signalGroup(cmd, syscall.SIGTERM) }
 
-// killGroup kills the group (SIGKILL), which also ends a stopped or hung child.
-func killGroup(cmd *exec.Cmd) error { return signalGroup(cmd, syscall.SIGKILL) }
+// Kill kills the group (SIGKILL), which also ends a stopped or hung child.
+func Kill(cmd *exec.Cmd) error { return signalGroup(cmd, syscall.SIGKILL) }
