@@ -322,6 +322,7 @@ func TestSessionConformanceAcrossBackends(t *testing.T) {
 				}
 				t.Run("abort and queue", func(t *testing.T) {
 					before := chat.Stats()
+					sessionID := tr.name + "-" + k.route
 					c := tr.dial(k.route)
 					defer c.close()
 					reqs := map[string]*sessionRequest{}
@@ -332,18 +333,19 @@ func TestSessionConformanceAcrossBackends(t *testing.T) {
 						if i > 1 {
 							payload = k.quick
 						}
-						c.send(t, `{"id":"`+id+`","type":"chat.start","payload":`+withSession(payload)+`}`)
-						if i == 1 { // the first is running (it has sent an event) before the others queue
-							pump(t, c, reqs, func() bool { return len(reqs["rpc_1"].events) > 0 })
+						c.send(t, `{"id":"`+id+`","type":"chat.start","payload":`+withSession(payload, sessionID)+`}`)
+						// One at a time: the first is running (it has sent an event) before the
+						// others queue, each queued before the next is sent (HTTP+SSE requests
+						// are concurrent: their order would be the server's choice).
+						r := reqs[id]
+						pump(t, c, reqs, func() bool { return len(r.events) > 0 || len(r.positions) > 0 })
+						if want := i - 1; i > 1 && (len(r.positions) != 1 || r.positions[0] != want) {
+							t.Fatalf("%s positions %v, want [%d]", id, r.positions, want)
 						}
-					}
-					pump(t, c, reqs, func() bool { return len(reqs["rpc_4"].positions) > 0 && len(reqs["rpc_3"].positions) > 0 })
-					if p := reqs["rpc_2"].positions; len(p) != 1 || p[0] != 1 {
-						t.Fatalf("rpc_2 positions %v, want [1]", p)
 					}
 					// Abort the first queued request: the others move up, and are told.
 					reqs["abort_2"] = &sessionRequest{id: "abort_2"}
-					c.send(t, `{"id":"abort_2","type":"chat.abort","payload":{"requestId":"rpc_2","sessionId":"s1"}}`)
+					c.send(t, `{"id":"abort_2","type":"chat.abort","payload":{"requestId":"rpc_2","sessionId":"`+sessionID+`"}}`)
 					pump(t, c, reqs, func() bool {
 						return reqs["rpc_2"].terminal.Type != "" && last(reqs["rpc_3"].positions) == 1 && last(reqs["rpc_4"].positions) == 2
 					})
@@ -352,7 +354,7 @@ func TestSessionConformanceAcrossBackends(t *testing.T) {
 					}
 					// Abort the running request: its backend work stops, and the queue runs.
 					reqs["abort_1"] = &sessionRequest{id: "abort_1"}
-					c.send(t, `{"id":"abort_1","type":"chat.abort","payload":{"requestId":"rpc_1","sessionId":"s1"}}`)
+					c.send(t, `{"id":"abort_1","type":"chat.abort","payload":{"requestId":"rpc_1","sessionId":"`+sessionID+`"}}`)
 					pump(t, c, reqs, func() bool {
 						return reqs["rpc_1"].terminal.Type != "" && reqs["rpc_3"].terminal.Type != "" && reqs["rpc_4"].terminal.Type != ""
 					})
@@ -376,10 +378,10 @@ func TestSessionConformanceAcrossBackends(t *testing.T) {
 	}
 }
 
-// withSession puts sessionId "s1" in a chat.start payload: the queue of an HTTP+SSE
-// session belongs to its session id (WebSocket ignores it: the queue is the connection's).
-func withSession(payload string) string {
-	return strings.Replace(payload, "{", `{"sessionId":"s1",`, 1)
+// withSession puts sessionId id in a chat.start payload: the queue of an HTTP+SSE session
+// belongs to its session id (WebSocket ignores it: the queue is the connection's).
+func withSession(payload, id string) string {
+	return strings.Replace(payload, "{", `{"sessionId":"`+id+`",`, 1)
 }
 
 func last(p []int) int {

@@ -283,8 +283,8 @@ func TestSlowConsumerIsCutOff(t *testing.T) {
 	if (wsSink{c}).send([]byte(`{"id":"a","type":"chat.event","payload":{}}`)) {
 		t.Fatal("one past send_queue was taken")
 	}
-	if !errors.Is(causeOf(c), errSlow) || c.closeCode != websocket.ClosePolicyViolation {
-		t.Fatalf("cause %v, close %d", causeOf(c), c.closeCode)
+	if code, _ := c.w.CloseCode(); !errors.Is(causeOf(c), errSlow) || code != websocket.ClosePolicyViolation {
+		t.Fatalf("cause %v, close %d", causeOf(c), code)
 	}
 }
 

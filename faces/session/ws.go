@@ -155,10 +155,6 @@ type wsConn struct {
 
 	send *faces.Outbox[[]byte]
 
-	closeOnce sync.Once
-	closing   chan struct{}
-	closeCode int
-	closeText string
 	draining  chan struct{}
 	drainOnce sync.Once
 	endMu     sync.Mutex
@@ -166,25 +162,19 @@ type wsConn struct {
 	endText   string
 	endErr    error
 
-	wmu        sync.Mutex
-	serving    bool
-	writing    bool
-	finished   bool
-	pingDue    bool
-	ping       *time.Timer
-	writerDone chan struct{}
-	done       chan struct{}
+	// w writes: a goroutine runs only while there is something to write.
+	w    faces.WSWriter[[]byte]
+	done chan struct{}
 }
 
 func newConn(f *Face, conn *websocket.Conn, cfg Config, route string) *wsConn {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	c := &wsConn{f: f, conn: conn, cfg: cfg, route: route, ctx: ctx, cancel: cancel,
-		send:       faces.NewOutbox(cfg.SendQueue, cfg.SendQueueBytes, func(b []byte) int { return len(b) }),
-		closing:    make(chan struct{}),
-		draining:   make(chan struct{}),
-		writerDone: make(chan struct{}),
-		done:       make(chan struct{}),
+		send:     faces.NewOutbox(cfg.SendQueue, cfg.SendQueueBytes, func(b []byte) int { return len(b) }),
+		draining: make(chan struct{}),
+		done:     make(chan struct{}),
 	}
+	c.w.Init(conn, c.send, writeText, c.gone, cfg.WriteTimeout, cfg.PingInterval)
 	c.sess = newSession(ctx, f, cfg)
 	return c
 }
@@ -253,7 +243,7 @@ func (c *wsConn) serve() {
 		c.f.mu.Unlock()
 	}()
 	defer c.cred.Stop()
-	c.startWriter()
+	c.w.Start()
 	c.readLoop()
 	c.endMu.Lock()
 	code, text, endErr := c.endCode, c.endText, c.endErr
@@ -271,7 +261,7 @@ func (c *wsConn) serve() {
 		code, text = websocket.CloseGoingAway, closeReasonShutdown
 	}
 	c.closeWith(code, text)
-	<-c.writerDone
+	<-c.w.Done()
 	c.cancel(errGone)
 }
 
@@ -324,105 +314,21 @@ func (c *wsConn) abort() {
 	_ = c.conn.Close()
 }
 
-func (c *wsConn) closeWith(code int, text string) {
-	c.closeOnce.Do(func() {
-		c.closeCode, c.closeText = code, text
-		close(c.closing)
-		c.kick()
-	})
+// closeWith asks the writer to say goodbye with code and text; the first reason wins.
+func (c *wsConn) closeWith(code int, text string) { c.w.Close(code, text) }
+
+// kick starts the writer for what was just queued.
+func (c *wsConn) kick() { c.w.Kick() }
+
+// gone fails the connection whose writes fail: the peer is gone, and the reader stops.
+func (c *wsConn) gone() {
+	c.cancel(errGone)
+	_ = c.conn.SetReadDeadline(time.Now())
 }
 
-func (c *wsConn) startWriter() {
-	c.wmu.Lock()
-	c.serving = true
-	c.ping = time.AfterFunc(c.cfg.PingInterval, c.pingTimer)
-	c.wmu.Unlock()
-	c.kick()
-}
-
-func (c *wsConn) pingTimer() {
-	c.wmu.Lock()
-	if c.finished {
-		c.wmu.Unlock()
-		return
-	}
-	c.pingDue = true
-	c.ping.Reset(c.cfg.PingInterval)
-	c.wmu.Unlock()
-	c.kick()
-}
-
-// kick starts the writer unless it runs, has finished, or may not run yet.
-func (c *wsConn) kick() {
-	c.wmu.Lock()
-	start := c.serving && !c.writing && !c.finished
-	c.writing = c.writing || start
-	c.wmu.Unlock()
-	if start {
-		go c.writeLoop()
-	}
-}
-
-// writeLoop writes what is queued, then a due ping, and exits when there is nothing left,
-// or says goodbye once closing is closed.
-func (c *wsConn) writeLoop() {
-	for {
-		select {
-		case <-c.closing:
-			if c.closeCode == websocket.ClosePolicyViolation {
-				c.send.Drop()
-			} else {
-				for {
-					msg, ok := c.send.Pop()
-					if !ok || c.write(msg) != nil {
-						break
-					}
-				}
-			}
-			_ = c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.closeCode, c.closeText), time.Now().Add(c.cfg.WriteTimeout))
-			c.finishWriter()
-			return
-		default:
-		}
-		if msg, ok := c.send.Pop(); ok {
-			if c.write(msg) != nil {
-				c.cancel(errGone)
-				_ = c.conn.SetReadDeadline(time.Now())
-				c.finishWriter()
-				return
-			}
-			continue
-		}
-		c.wmu.Lock()
-		ping := c.pingDue
-		c.pingDue = false
-		if !ping && c.send.Len() == 0 && !isClosed(c.closing) {
-			c.writing = false
-			c.wmu.Unlock()
-			return
-		}
-		c.wmu.Unlock()
-		if ping && c.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.cfg.WriteTimeout)) != nil {
-			c.cancel(errGone)
-			_ = c.conn.SetReadDeadline(time.Now())
-			c.finishWriter()
-			return
-		}
-	}
-}
-
-func (c *wsConn) finishWriter() {
-	c.wmu.Lock()
-	c.finished = true
-	c.ping.Stop()
-	c.wmu.Unlock()
-	_ = c.conn.Close()
-	close(c.writerDone)
-}
-
-func (c *wsConn) write(msg []byte) error {
-	_ = c.conn.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
-	return c.conn.WriteMessage(websocket.TextMessage, msg)
+// writeText writes one message as a text frame.
+func writeText(conn *websocket.Conn, msg []byte) error {
+	return conn.WriteMessage(websocket.TextMessage, msg)
 }
 
 func isClosed(ch <-chan struct{}) bool {

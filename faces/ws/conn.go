@@ -128,34 +128,23 @@ type wsConn struct {
 	callsMu sync.Mutex
 	calls   map[string]*wsCall // requests in flight, by id key; nil when none
 
-	draining  atomic.Bool
-	closeOnce sync.Once
-	closing   chan struct{} // closed when the writer should say goodbye
-	closeCode int
-	closeText string
-
-	// The writer runs only while there is something to write: a message queued, a ping due
-	// or the goodbye. wmu guards its state.
-	wmu        sync.Mutex
-	serving    bool        // serve has started: the writer may run
-	writing    bool        // a writer goroutine is running
-	finished   bool        // the writer has closed the connection; it never runs again
-	pingDue    bool        // the ping timer fired since the last ping was written
-	ping       *time.Timer // fires every websocket.ping_interval while the writer may run
-	writerDone chan struct{}
-	done       chan struct{} // closed when the connection is fully finished
+	draining atomic.Bool
+	// w writes: a goroutine runs only while there is something to write (a message queued,
+	// a ping due or the goodbye).
+	w    faces.WSWriter[wsFrame]
+	done chan struct{} // closed when the connection is fully finished
 }
 
 func newConn(f *Face, conn *websocket.Conn, cfg Config) *wsConn {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &wsConn{
+	c := &wsConn{
 		f: f, conn: conn, cfg: cfg, ctx: ctx, cancel: cancel,
-		send:       faces.NewOutbox(cfg.SendQueue, cfg.SendQueueBytes, func(f wsFrame) int { return len(f.data) }),
-		inflight:   make(chan struct{}, cfg.MaxInFlight),
-		closing:    make(chan struct{}),
-		writerDone: make(chan struct{}),
-		done:       make(chan struct{}),
+		send:     faces.NewOutbox(cfg.SendQueue, cfg.SendQueueBytes, func(f wsFrame) int { return len(f.data) }),
+		inflight: make(chan struct{}, cfg.MaxInFlight),
+		done:     make(chan struct{}),
 	}
+	c.w.Init(conn, c.send, writeFrame, cancel, cfg.WriteTimeout, cfg.PingInterval)
+	return c
 }
 
 // serve runs the connection until the peer leaves, the connection fails, or the server
@@ -164,14 +153,14 @@ func (c *wsConn) serve() {
 	defer close(c.done)
 	defer c.f.conns.remove(c)
 	defer c.cred.Stop()
-	c.startWriter()
+	c.w.Start()
 	c.readLoop()
 	if !c.draining.Load() {
 		c.cancel() // the peer is gone or broke the protocol: its calls are abandoned
 	}
 	c.running.Wait()
 	c.closeWith(websocket.CloseGoingAway, closeReasonShutdown)
-	<-c.writerDone
+	<-c.w.Done()
 	c.cancel()
 }
 
@@ -365,13 +354,10 @@ func (c *wsConn) offer(enc faces.Encoding, msg []byte) bool {
 
 // closeWith asks the writer to flush what is queued, send a close frame and close. The
 // first reason given wins.
-func (c *wsConn) closeWith(code int, text string) {
-	c.closeOnce.Do(func() {
-		c.closeCode, c.closeText = code, text
-		close(c.closing)
-		c.kick()
-	})
-}
+func (c *wsConn) closeWith(code int, text string) { c.w.Close(code, text) }
+
+// kick starts the writer for what was just queued.
+func (c *wsConn) kick() { c.w.Kick() }
 
 // beginDrain stops reading new messages; running requests finish and are answered.
 func (c *wsConn) beginDrain() {
@@ -386,124 +372,11 @@ func (c *wsConn) abort() {
 	_ = c.conn.Close()
 }
 
-// startWriter lets the writer run from now on and starts the ping timer.
-func (c *wsConn) startWriter() {
-	c.wmu.Lock()
-	c.serving = true
-	c.ping = time.AfterFunc(c.cfg.PingInterval, c.pingTimer)
-	c.wmu.Unlock()
-	c.kick()
-}
-
-// pingTimer asks the writer for a ping and arms the next one.
-func (c *wsConn) pingTimer() {
-	c.wmu.Lock()
-	if c.finished {
-		c.wmu.Unlock()
-		return
-	}
-	c.pingDue = true
-	c.ping.Reset(c.cfg.PingInterval)
-	c.wmu.Unlock()
-	c.kick()
-}
-
-// kick starts the writer unless it runs, has finished, or may not run yet; whoever gives
-// it work (a message queued, a ping due, the goodbye asked) kicks it after.
-func (c *wsConn) kick() {
-	c.wmu.Lock()
-	start := c.serving && !c.writing && !c.finished
-	c.writing = c.writing || start
-	c.wmu.Unlock()
-	if start {
-		go c.writeLoop()
-	}
-}
-
-// writeLoop writes what is queued, then a due ping, and exits when there is nothing left —
-// or says goodbye and closes the connection once closing is closed, or fails it when a
-// write fails.
-func (c *wsConn) writeLoop() {
-	for {
-		select {
-		case <-c.closing: // a close (a slow consumer's above all) goes before what is queued
-			c.goodbye()
-			c.finishWriter()
-			return
-		default:
-		}
-		if msg, ok := c.send.Pop(); ok {
-			if c.write(msg) != nil {
-				c.cancel()
-				c.finishWriter()
-				return
-			}
-			continue
-		}
-		c.wmu.Lock()
-		ping := c.pingDue
-		c.pingDue = false
-		if !ping && c.send.Len() == 0 && !isClosed(c.closing) {
-			c.writing = false // under wmu: a kick after this starts a new writer
-			c.wmu.Unlock()
-			return
-		}
-		c.wmu.Unlock()
-		if ping && c.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.cfg.WriteTimeout)) != nil {
-			c.cancel()
-			c.finishWriter()
-			return
-		}
-	}
-}
-
-// finishWriter closes the connection for good: no writer runs again and no ping is due.
-func (c *wsConn) finishWriter() {
-	c.wmu.Lock()
-	c.finished = true
-	c.ping.Stop()
-	c.wmu.Unlock()
-	_ = c.conn.Close()
-	close(c.writerDone)
-}
-
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
-// goodbye flushes what is queued (unless the connection failed as a slow consumer) and
-// sends the close frame.
-func (c *wsConn) goodbye() {
-	c.flush()
-	_ = c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.closeCode, c.closeText),
-		time.Now().Add(c.cfg.WriteTimeout))
-}
-
-// flush writes what is queued, unless the connection failed as a slow consumer: then it
-// is dropped.
-func (c *wsConn) flush() {
-	if c.closeCode == websocket.ClosePolicyViolation {
-		c.send.Drop()
-		return
-	}
-	for {
-		msg, ok := c.send.Pop()
-		if !ok || c.write(msg) != nil {
-			return
-		}
-	}
-}
-
-func (c *wsConn) write(f wsFrame) error {
-	_ = c.conn.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
+// writeFrame writes one frame: text, or binary for MessagePack.
+func writeFrame(conn *websocket.Conn, f wsFrame) error {
 	mt := websocket.TextMessage
 	if f.binary {
 		mt = websocket.BinaryMessage
 	}
-	return c.conn.WriteMessage(mt, f.data)
+	return conn.WriteMessage(mt, f.data)
 }

@@ -42,12 +42,12 @@ func TestWSSendQueueAtTheEdge(t *testing.T) {
 			}
 			c.enqueue(faces.EncodingJSON, bytes.Clone(msg))
 			select {
-			case <-c.closing:
+			case <-c.w.Closing():
 			default:
 				t.Fatal("one message past the limit did not disconnect the consumer")
 			}
-			if c.ctx.Err() == nil || c.closeCode != 1008 || c.closeText != faces.CloseReasonSlow {
-				t.Fatalf("close %d %q, calls cancelled %v", c.closeCode, c.closeText, c.ctx.Err() != nil)
+			if code, text := c.w.CloseCode(); c.ctx.Err() == nil || code != 1008 || text != faces.CloseReasonSlow {
+				t.Fatalf("close %d %q, calls cancelled %v", code, text, c.ctx.Err() != nil)
 			}
 			if c.send.Len() != tt.fit || c.send.Peak() != int64(tt.fit)*n {
 				t.Fatalf("queue holds %d messages, peak %d bytes: the refused one was kept", c.send.Len(), c.send.Peak())
