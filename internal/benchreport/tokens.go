@@ -22,7 +22,8 @@ type metricRatio struct {
 // absoluteUnits are the units of metrics that are figures, not ratios (bytes, counts): the
 // report prints them as whole numbers followed by the unit, and leaves them out of the plot
 // of ratios.
-var absoluteUnits = map[string]bool{"B/idle-conn": true, "added-p50-µs": true, "added-p99-µs": true}
+var absoluteUnits = map[string]bool{"B/idle-conn": true, "B/idle-session": true, "RSS-B/idle-session": true,
+	"added-p50-µs": true, "added-p99-µs": true}
 
 // tokenRatios are the token figures that are ratios: a whole discover result ÷ the
 // tools/list result of the same tools.
