@@ -174,6 +174,15 @@ type Read struct {
 	Length int64
 }
 
+// ReadError is Scope's failure to grant one of its reads: Reads[Index] of the call.
+type ReadError struct {
+	Index int
+	Err   error
+}
+
+func (e *ReadError) Error() string { return fmt.Sprintf("blob: read %d: %v", e.Index, e.Err) }
+func (e *ReadError) Unwrap() error { return e.Err }
+
 // Scoped is what a trusted agent's task gets: plain URLs of the gateway's endpoint (no
 // query) and the one task token that grants them.
 type Scoped struct {
@@ -198,10 +207,10 @@ func (r *Refs) Scope(ctx context.Context, task, agent string, reads []Read, maxB
 	}
 	tok := Token{Task: task, Agent: agent, Expires: r.now().Add(ttl).Truncate(time.Millisecond)}
 	var out Scoped
-	for _, rd := range reads {
+	for i, rd := range reads {
 		g, _, err := r.readGrant(ctx, rd.Ref, task, agent, rd.Offset, rd.Length)
 		if err != nil {
-			return Scoped{}, err
+			return Scoped{}, &ReadError{Index: i, Err: err}
 		}
 		tok.Scopes = append(tok.Scopes, Scope{Method: http.MethodGet, Key: g.Key, Offset: g.Offset, Length: g.Length})
 		out.Reads = append(out.Reads, r.plainURL(g.Key))
