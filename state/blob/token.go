@@ -289,7 +289,7 @@ func (d *tokenDecoder) str(limit int) string {
 	if d.err != nil {
 		return ""
 	}
-	if n > uint64(limit) || n > uint64(len(d.p)) {
+	if n > uint64(min(limit, len(d.p))) { //nolint:gosec // both are non-negative lengths
 		d.fail("string length")
 		return ""
 	}
