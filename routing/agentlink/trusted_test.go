@@ -183,3 +183,17 @@ func TestTrustedDispatchRefusals(t *testing.T) {
 		t.Errorf("Scope without refs: %v", err)
 	}
 }
+
+// TestTrustAndProgressDefaults: the trusted scope and the forwarded progress buffer default
+// to agent:trusted and 64; set values are kept.
+func TestTrustAndProgressDefaults(t *testing.T) {
+	t.Parallel()
+	d := agentlink.Config{}.WithDefaults()
+	if d.Auth.TrustedScope != agentlink.DefaultTrustedScope || d.Auth.TrustedScope != "agent:trusted" || d.ForwardedProgressBuffer != 64 {
+		t.Errorf("defaults: trusted_scope %q, forwarded_progress_buffer %d", d.Auth.TrustedScope, d.ForwardedProgressBuffer)
+	}
+	c := agentlink.Config{ForwardedProgressBuffer: 3, Auth: agentlink.AuthConfig{TrustedScope: "gpu:trusted"}}.WithDefaults()
+	if c.Auth.TrustedScope != "gpu:trusted" || c.ForwardedProgressBuffer != 3 {
+		t.Errorf("set values: trusted_scope %q, forwarded_progress_buffer %d", c.Auth.TrustedScope, c.ForwardedProgressBuffer)
+	}
+}
