@@ -189,7 +189,7 @@ func TestTrustedDispatchRefusals(t *testing.T) {
 func TestTrustAndProgressDefaults(t *testing.T) {
 	t.Parallel()
 	d := agentlink.Config{}.WithDefaults()
-	if d.Auth.TrustedScope != agentlink.DefaultTrustedScope || d.Auth.TrustedScope != "agent:trusted" || d.ForwardedProgressBuffer != 64 {
+	if d.Auth.TrustedScope != "agent:trusted" || d.ForwardedProgressBuffer != 64 {
 		t.Errorf("defaults: trusted_scope %q, forwarded_progress_buffer %d", d.Auth.TrustedScope, d.ForwardedProgressBuffer)
 	}
 	c := agentlink.Config{ForwardedProgressBuffer: 3, Auth: agentlink.AuthConfig{TrustedScope: "gpu:trusted"}}.WithDefaults()
