@@ -296,6 +296,9 @@ func (c *Config) validate(doc *loader.Document) (compiled, loader.ErrorList) {
 		if err := f.ValidateSessionKey(); err != nil {
 			bad("mcp_face.session_key", "%v", err)
 		}
+		if err := f.ValidateToolsChangedDelay(); err != nil {
+			bad("mcp_face.tools_changed_delay", "%v", err)
+		}
 	}
 	if sc := c.Session; sc != nil {
 		if err := sc.Validate(); err != nil {

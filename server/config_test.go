@@ -174,6 +174,9 @@ func TestConfigErrors(t *testing.T) {
 		{"bad address", "server: {boundary: {addr: \"nohost:99999x\"}}\n", []string{"test.yaml:1:"}},
 		{"openrpc cache past its bound", "openrpc: {cache_size: 100001}\n", []string{"test.yaml:1:", "cache_size"}},
 		{"negative openrpc cache", "openrpc: {cache_size: -1}\n", []string{"test.yaml:1:", "cache_size"}},
+		{"negative tools_changed_delay", "mcp_face: {tools_changed_delay: -1s}\n", []string{"test.yaml:1:", "tools_changed_delay"}},
+		{"negative forwarded_progress_buffer", "server: {internal: {addr: \"127.0.0.1:0\"}}\nagents: {forwarded_progress_buffer: -1}\n",
+			[]string{"forwarded_progress_buffer"}},
 		{"undefined env var", "server: {boundary: {addr: \"${GH_NOPE}\"}}\n", []string{"test.yaml:1:", "GH_NOPE"}},
 	}
 	for _, tt := range tests {

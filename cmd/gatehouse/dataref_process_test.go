@@ -241,6 +241,13 @@ type probeTask struct {
 // reports the URLs it was given on seen.
 func startProbeAgent(t *testing.T, p *process, seen chan<- probeTask) {
 	t.Helper()
+	startProbeAgentToken(t, p, seen, "")
+}
+
+// startProbeAgentToken is startProbeAgent for an agent presenting token ("": none). The
+// agent sends the headers its DataRefs carry (a trusted agent's task token).
+func startProbeAgentToken(t *testing.T, p *process, seen chan<- probeTask, token string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	copyOp := demo.AgentOperator{ID: "copy", Description: "Uploads the bytes of its first DataRef as its output.",
@@ -263,6 +270,9 @@ func startProbeAgent(t *testing.T, p *process, seen chan<- probeTask) {
 			if err != nil {
 				return nil, err
 			}
+			for k, v := range task.Upload.GetHeaders() {
+				req.Header.Set(k, v)
+			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				return nil, err
@@ -275,7 +285,7 @@ func startProbeAgent(t *testing.T, p *process, seen chan<- probeTask) {
 			return json.Marshal(map[string]any{"bytes": len(b)})
 		}}
 	go func() {
-		done <- demo.RunAgent(ctx, demo.AgentOptions{Addr: p.internal, ID: "probe", Operators: []demo.AgentOperator{copyOp}})
+		done <- demo.RunAgent(ctx, demo.AgentOptions{Addr: p.internal, ID: "probe", Token: token, Operators: []demo.AgentOperator{copyOp}})
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -286,11 +296,14 @@ func startProbeAgent(t *testing.T, p *process, seen chan<- probeTask) {
 	capsWith(t, p, "agent.copy")
 }
 
-// get reads a DataRef's URL (its range).
+// get reads a DataRef's URL (its range, with its headers).
 func get(ctx context.Context, ref *agentlinkv1.DataRef) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ref.GetUri(), nil)
 	if err != nil {
 		return nil, err
+	}
+	for k, v := range ref.GetHeaders() {
+		req.Header.Set(k, v)
 	}
 	if r := ref.GetRange(); r.GetLength() > 0 {
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", r.GetOffset(), r.GetOffset()+r.GetLength()-1))

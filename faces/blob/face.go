@@ -142,22 +142,75 @@ func (f *Face) verify(w http.ResponseWriter, r *http.Request, key string, x *exc
 	return blob.Grant{}, false
 }
 
+// taskToken returns the task token r carries as its bearer credential (blob.TokenPrefix);
+// ok is false when its Authorization is anything else (a caller's credential, or none).
+func taskToken(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	if len(h) < 7 || !strings.EqualFold(h[:7], "Bearer ") {
+		return "", false
+	}
+	tok := strings.TrimSpace(h[7:])
+	return tok, strings.HasPrefix(tok, blob.TokenPrefix)
+}
+
+// verifyToken checks the task token of a request for method on key and returns what it
+// grants there (one grant or more), answering a refusal itself: 400 when the URL is signed
+// too, 401 for a token that is malformed, tampered with or expired, 403 when it grants
+// nothing for this method and key.
+func (f *Face) verifyToken(w http.ResponseWriter, r *http.Request, key, tok string, x *exchange) ([]blob.Grant, bool) {
+	if r.URL.RawQuery != "" {
+		f.fail(w, http.StatusBadRequest, gateway.Errorf(schemas.CodeInvalidRequest, "A task token is used with the plain URL of an object").
+			With("reason", "token_and_query").With("recovery_hint", "drop the query string, or the token"), x)
+		return nil, false
+	}
+	t, err := f.signer.VerifyToken(tok)
+	if err != nil {
+		reason, hint := "bad_signature", "use the token exactly as the gateway issued it"
+		switch {
+		case errors.Is(err, blob.ErrTokenMalformed):
+			reason = "malformed_token"
+		case errors.Is(err, blob.ErrExpired):
+			reason, hint = "expired", "the task's time is over: the gateway issues a new token with the next task"
+		}
+		f.fail(w, http.StatusUnauthorized, gateway.Errorf(schemas.CodeAuthentication, "The task token is not valid").
+			With("reason", reason).With("recovery_hint", hint), x)
+		return nil, false
+	}
+	x.caller = "agent:" + t.Agent
+	gs := t.Grants(r.Method, key)
+	if len(gs) == 0 {
+		f.fail(w, http.StatusForbidden, gateway.Errorf(schemas.CodeAuthorization, "The task token does not grant this object").
+			With("reason", "not_granted").With("method", r.Method).With("task", t.Task), x)
+		return nil, false
+	}
+	return gs, true
+}
+
 // serveGet answers a read: the Range asked for, or the whole grant. A signed URL grants
-// its range; a caller without a signature but with a credential holding the read scope
-// is granted the whole object.
+// its range; a task token the ranges it lists for the key (the first that holds the Range
+// asked for; without a Range header, the first); a caller without a signature but with a
+// credential holding the read scope is granted the whole object.
 func (f *Face) serveGet(w http.ResponseWriter, r *http.Request, key string, x *exchange) {
-	caller := r.URL.RawQuery == "" && r.Header.Get("Authorization") != ""
-	var g blob.Grant
-	if caller {
+	tok, token := taskToken(r)
+	caller := !token && r.URL.RawQuery == "" && r.Header.Get("Authorization") != ""
+	var grants []blob.Grant
+	switch {
+	case token:
+		var ok bool
+		if grants, ok = f.verifyToken(w, r, key, tok, x); !ok {
+			return
+		}
+	case caller:
 		x.op = "blobs.read"
 		if !f.authorize(w, r, f.read, x) {
 			return
 		}
-	} else {
-		var ok bool
-		if g, ok = f.verify(w, r, key, x); !ok {
+	default:
+		g, ok := f.verify(w, r, key, x)
+		if !ok {
 			return
 		}
+		grants = []blob.Grant{g}
 	}
 	info, err := f.store.Stat(r.Context(), key)
 	if err != nil {
@@ -165,12 +218,17 @@ func (f *Face) serveGet(w http.ResponseWriter, r *http.Request, key string, x *e
 		return
 	}
 	if caller {
-		g = blob.Grant{Method: http.MethodGet, Key: key, Offset: 0, Length: info.Size}
+		grants = []blob.Grant{{Method: http.MethodGet, Key: key, Offset: 0, Length: info.Size}}
 	}
-	off, n, err := requestedRange(r.Header.Get("Range"), g, info.Size)
+	var off, n int64
+	for _, g := range grants {
+		if off, n, err = requestedRange(r.Header.Get("Range"), g, info.Size); err == nil {
+			break
+		}
+	}
 	if err != nil {
 		w.Header().Set("Content-Range", "bytes */"+strconv.FormatInt(info.Size, 10))
-		f.fail(w, http.StatusRequestedRangeNotSatisfiable, rangeError(err.Error(), g), x)
+		f.fail(w, http.StatusRequestedRangeNotSatisfiable, rangeError(err.Error(), grants[0]), x)
 		return
 	}
 	body, err := f.store.Open(r.Context(), key, off, n)
@@ -202,11 +260,21 @@ func rangeError(detail string, g blob.Grant) *gateway.Error {
 		With("reason", "range_not_satisfiable").With("granted_offset", g.Offset).With("granted_length", g.Length)
 }
 
-// servePut stores the body of a signed write: at most the granted size, once.
+// servePut stores the body of a signed write, or one a task token grants: at most the
+// granted size, once.
 func (f *Face) servePut(w http.ResponseWriter, r *http.Request, key string, x *exchange) {
-	g, ok := f.verify(w, r, key, x)
-	if !ok {
-		return
+	var g blob.Grant
+	if tok, token := taskToken(r); token {
+		gs, ok := f.verifyToken(w, r, key, tok, x)
+		if !ok {
+			return
+		}
+		g = gs[0]
+	} else {
+		var ok bool
+		if g, ok = f.verify(w, r, key, x); !ok {
+			return
+		}
 	}
 	if r.ContentLength > g.Length {
 		f.tooLarge(w, g.Length, x)

@@ -56,11 +56,12 @@ func (fakeRuntime) Authenticate(_ context.Context, c gateway.Credentials) (gatew
 
 // env is one blob endpoint over a directory store, with the Refs that issue its URLs.
 type env struct {
-	srv   *httptest.Server
-	refs  *blob.Refs
-	store blob.Store
-	now   *atomic.Int64 // Unix seconds of the clock
-	gw    *fakeGateway
+	srv    *httptest.Server
+	refs   *blob.Refs
+	signer *blob.Signer
+	store  blob.Store
+	now    *atomic.Int64 // Unix seconds of the clock
+	gw     *fakeGateway
 }
 
 func newEnv(t *testing.T) *env {
@@ -76,7 +77,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.store = st
+	e.store, e.signer = st, signer
 	e.srv = httptest.NewServer(blobface.New(blobface.Options{Store: st, Signer: signer, Gateway: e.gw}))
 	t.Cleanup(e.srv.Close)
 	e.refs, err = blob.NewRefs(blob.RefsOptions{Store: st, Signer: signer, PublicURL: e.srv.URL, TTL: time.Minute, Now: clock})

@@ -28,7 +28,7 @@ type Config struct {
 	// change (an agent connecting or leaving, here or on another replica) before it
 	// republishes its tools and sends notifications/tools/list_changed to its sessions, so
 	// that a burst of changes makes one notification (default 250ms; 0 or absent: the
-	// default).
+	// default; negative: refused by ValidateToolsChangedDelay).
 	ToolsChangedDelay time.Duration `yaml:"tools_changed_delay" json:"tools_changed_delay,omitempty"`
 }
 
@@ -55,6 +55,15 @@ func (c Config) ValidateSessionKey() error {
 	if c.SessionKey != "" && len(c.SessionKey) < MinSessionKeyBytes {
 		return fmt.Errorf("the key is %d bytes long: it must have at least %d (for example the output of `openssl rand -base64 48`)",
 			len(c.SessionKey), MinSessionKeyBytes)
+	}
+	return nil
+}
+
+// ValidateToolsChangedDelay refuses a negative tools_changed_delay (0 or absent is the
+// default).
+func (c Config) ValidateToolsChangedDelay() error {
+	if c.ToolsChangedDelay < 0 {
+		return fmt.Errorf("must not be negative (got %v; 0 or absent: the default, %v)", c.ToolsChangedDelay, DefaultToolsChangedDelay)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package mcpface
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestValidateSessionKey: an absent key or one of MinSessionKeyBytes is valid; a shorter
@@ -25,5 +26,26 @@ func TestValidateSessionKey(t *testing.T) {
 				t.Errorf("got %v, want an error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestValidateToolsChangedDelay: absent, zero and positive delays are valid; a negative
+// one is refused.
+func TestValidateToolsChangedDelay(t *testing.T) {
+	tests := []struct {
+		delay   time.Duration
+		wantErr bool
+	}{
+		{0, false},
+		{time.Millisecond, false},
+		{time.Minute, false},
+		{-time.Nanosecond, true},
+		{-time.Second, true},
+	}
+	for _, tt := range tests {
+		err := Config{ToolsChangedDelay: tt.delay}.ValidateToolsChangedDelay()
+		if (err != nil) != tt.wantErr || (err != nil && !strings.Contains(err.Error(), "must not be negative")) {
+			t.Errorf("delay %v: %v; want error %v", tt.delay, err, tt.wantErr)
+		}
 	}
 }

@@ -20,6 +20,8 @@ type agent struct {
 	limit                         int
 	// anonymous agents serve any operator they advertise; others what their scopes allow.
 	anonymous bool
+	// trusted agents' tasks get plain blob URLs and one scoped task token (agents.auth).
+	trusted bool
 
 	out    chan *agentlinkv1.ConnectResponse // to the sender goroutine
 	quit   chan struct{}                     // closed when the connection ends

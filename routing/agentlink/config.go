@@ -3,7 +3,11 @@ package agentlink
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/gateway"
 )
 
 // Config is the agents section: how the agent link on the internal gRPC listener accepts
@@ -52,7 +56,11 @@ type Config struct {
 	// replica it reads (default 1 MiB). Operators past it are left out of the other replicas'
 	// catalogs (a warning says so); their methods still reach them.
 	MaxSharedCatalogBytes int `yaml:"max_shared_catalog_bytes" json:"max_shared_catalog_bytes,omitempty"`
-	// Auth says which agents may connect.
+	// ForwardedProgressBuffer bounds the progress reports of a task another replica
+	// forwarded that wait to be sent back to it (default 64); past it a report is dropped —
+	// progress is advisory, the result is never dropped.
+	ForwardedProgressBuffer int `yaml:"forwarded_progress_buffer" json:"forwarded_progress_buffer,omitempty"`
+	// Auth says which agents may connect, and which are trusted.
 	Auth AuthConfig `yaml:"auth" json:"auth,omitzero"`
 }
 
@@ -69,6 +77,36 @@ type AuthConfig struct {
 	// address (127.0.0.0/8, ::1) even when RequireCredential is set; it may then serve any
 	// operator (default false). The embedded default configuration sets it for the tour.
 	AllowLoopbackAnonymous bool `yaml:"allow_loopback_anonymous" json:"allow_loopback_anonymous,omitempty"`
+	// TrustedScope is the scope whose holder is a trusted agent (default "agent:trusted"):
+	// its tasks get plain blob URLs and one scoped task token instead of signed URLs. A
+	// credential gets it like any scope: a JWT's scope claim, or auth.client_cert.scopes for
+	// every verified client certificate.
+	TrustedScope string `yaml:"trusted_scope" json:"trusted_scope,omitempty"`
+	// TrustedCertIdentities are the identities of client certificates (auth.CertIdentity:
+	// the SPIFFE id, else the subject's common name) whose agents are trusted when they
+	// connect with that certificate alone (mTLS, no bearer token nor API key).
+	TrustedCertIdentities []string `yaml:"trusted_cert_identities" json:"trusted_cert_identities,omitempty"`
+}
+
+// DefaultTrustedScope is agents.auth.trusted_scope's default.
+const DefaultTrustedScope = "agent:trusted"
+
+// trusted reports whether the agent p authenticated with creds is trusted: never an
+// anonymous one; one whose principal holds the trusted scope; one that presented only a
+// client certificate whose identity is listed.
+func (a AuthConfig) trusted(p gateway.Principal, anonymous bool, creds gateway.Credentials) bool {
+	if anonymous || p.Anonymous {
+		return false
+	}
+	scope := a.TrustedScope
+	if scope == "" {
+		scope = DefaultTrustedScope
+	}
+	if slices.Contains(p.Scopes, scope) {
+		return true
+	}
+	mtlsOnly := creds.ClientCert != nil && creds.Bearer == "" && creds.APIKey == ""
+	return mtlsOnly && slices.Contains(a.TrustedCertIdentities, p.Subject)
 }
 
 // Scopes an agent's principal must hold to serve operators.
@@ -93,6 +131,8 @@ const (
 	DefaultDispatchTimeout      = 60 * time.Second
 	DefaultMaxMessagesPerSecond = 10000
 	DefaultHandshakeTimeout     = 10 * time.Second
+	// DefaultForwardedProgressBuffer is agents.forwarded_progress_buffer's default.
+	DefaultForwardedProgressBuffer = 64
 )
 
 // WithDefaults returns c with every zero setting at its default.
@@ -114,6 +154,10 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.MaxMessagesPerSecond, DefaultMaxMessagesPerSecond)
 	setDefault(&c.HandshakeTimeout, DefaultHandshakeTimeout)
 	setDefault(&c.MaxSharedCatalogBytes, DefaultMaxSharedCatalogBytes)
+	setDefault(&c.ForwardedProgressBuffer, DefaultForwardedProgressBuffer)
+	if c.Auth.TrustedScope == "" {
+		c.Auth.TrustedScope = DefaultTrustedScope
+	}
 	return c
 }
 
@@ -138,7 +182,7 @@ func (c Config) Validate() error {
 		"max_schema_bytes": int64(c.MaxSchemaBytes), "max_agents": int64(c.MaxAgents),
 		"max_concurrent_tasks": int64(c.MaxConcurrentTasks), "dispatch_timeout": int64(c.DispatchTimeout),
 		"max_messages_per_second": int64(c.MaxMessagesPerSecond), "handshake_timeout": int64(c.HandshakeTimeout),
-		"max_shared_catalog_bytes": int64(c.MaxSharedCatalogBytes),
+		"max_shared_catalog_bytes": int64(c.MaxSharedCatalogBytes), "forwarded_progress_buffer": int64(c.ForwardedProgressBuffer),
 	} {
 		if v < 0 {
 			errs = append(errs, fmt.Errorf("agents.%s: must not be negative", name))
@@ -149,6 +193,14 @@ func (c Config) Validate() error {
 	}
 	if c.Namespace != "" && !validNamespace(c.Namespace) {
 		errs = append(errs, fmt.Errorf("agents.namespace: %q must be letters, digits, '_' or '-', ending in '.' or '_'", c.Namespace))
+	}
+	if sc := c.Auth.TrustedScope; sc != "" && (strings.ContainsAny(sc, " \t\r\n") || sc == ScopeServe || strings.HasPrefix(sc, ScopeServePrefix)) {
+		errs = append(errs, fmt.Errorf("agents.auth.trusted_scope: %q must be one scope (no spaces), other than the agent:serve scopes", sc))
+	}
+	for _, id := range c.Auth.TrustedCertIdentities {
+		if id == "" {
+			errs = append(errs, errors.New("agents.auth.trusted_cert_identities: an identity must not be empty"))
+		}
 	}
 	for _, v := range c.Versions {
 		if _, err := parseVersion(v); err != nil {

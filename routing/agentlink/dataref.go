@@ -62,3 +62,26 @@ func refFromProto(p *agentlinkv1.DataRef) DataRef {
 	}
 	return r
 }
+
+// ScopedDataURLs is DataURLs that can also serve a trusted agent (agents.auth.trusted_scope):
+// instead of one signed URL per ref, its task gets plain URLs and one short-lived bearer
+// token bound to the task, the agent, exactly those refs' byte ranges and one upload.
+type ScopedDataURLs interface {
+	DataURLs
+	// Scope resolves refs for agent running task: each ref as the agent receives it, the
+	// output upload, and the token (expiring within ttl). Refs the gateway does not serve
+	// (external ones, when allowed) pass untouched and never carry the token.
+	Scope(ctx context.Context, refs []DataRef, task, agent string, maxBytes int64, ttl time.Duration) (ScopedRefs, error)
+}
+
+// ScopedRefs is what ScopedDataURLs.Scope gives a trusted agent's task.
+type ScopedRefs struct {
+	// Inputs are the task's refs, in order: the gateway's with a plain URL and the token in
+	// an Authorization header, others untouched.
+	Inputs []DataRef
+	// Upload is where the agent PUTs one output (URI, the token in its headers) and the
+	// ref it is known by (Name).
+	Upload DataRef
+	// Token is the bearer token.
+	Token string
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -26,7 +27,7 @@ type BlobURLs struct {
 	allowExternal bool
 }
 
-var _ DataURLs = (*BlobURLs)(nil)
+var _ ScopedDataURLs = (*BlobURLs)(nil)
 
 // NewBlobURLs returns the DataURLs of the Refs refs returns when a URL is asked for (the
 // server knows them once its boundary listener is bound; nil: no URL can be issued and a
@@ -46,17 +47,72 @@ func (b *BlobURLs) Fetch(ctx context.Context, ref DataRef, task, agent string) (
 		return ref.URI, nil
 	}
 	url, err := b.fetch(ctx, ref, task, agent)
-	switch {
-	case err == nil:
-		return url, nil
-	case errors.Is(err, blob.ErrInvalidRef):
-		return "", refError(ref, "not a valid blob: ref", err)
-	case errors.Is(err, blob.ErrNotFound):
-		return "", refError(ref, "no such blob object", err)
-	case errors.Is(err, blob.ErrRange):
-		return "", refError(ref, "the byte range is outside the object", err)
+	if err != nil {
+		return "", resolveError(ref, err)
 	}
-	return "", err
+	return url, nil
+}
+
+// resolveError is the caller's error for a blob: ref the store cannot grant.
+func resolveError(ref DataRef, err error) error {
+	switch {
+	case errors.Is(err, blob.ErrInvalidRef):
+		return refError(ref, "not a valid blob: ref", err)
+	case errors.Is(err, blob.ErrNotFound):
+		return refError(ref, "no such blob object", err)
+	case errors.Is(err, blob.ErrRange):
+		return refError(ref, "the byte range is outside the object", err)
+	}
+	return err
+}
+
+// Scope gives a trusted agent's task plain URLs of the blob endpoint for its blob: refs
+// (over each ref's byte range), one upload, and one task token granting exactly them,
+// expiring within ttl (and blobs.url_ttl). External refs are refused as by Fetch, or pass
+// untouched (without the token) when allowed. Reads go through the gateway's endpoint even
+// with presigning on: the token is the gateway's.
+func (b *BlobURLs) Scope(ctx context.Context, refs []DataRef, task, agent string, maxBytes int64, ttl time.Duration) (ScopedRefs, error) {
+	r := b.refs()
+	if r == nil {
+		return ScopedRefs{}, errNoRefs
+	}
+	var reads []blob.Read
+	var ours []int // the index in refs of each read
+	for i, ref := range refs {
+		if !strings.HasPrefix(ref.URI, blob.RefScheme+":") {
+			if !b.allowExternal {
+				return ScopedRefs{}, refError(ref, "only blob: data refs are accepted: upload the data to the gateway (POST /blobs/) and pass its ref", ErrExternalRef)
+			}
+			continue
+		}
+		if ref.Offset > 1<<62 || ref.Length > 1<<62 {
+			return ScopedRefs{}, resolveError(ref, blob.ErrRange)
+		}
+		n := int64(ref.Length)
+		if n == 0 {
+			n = -1 // to the end of the object
+		}
+		reads = append(reads, blob.Read{Ref: ref.URI, Offset: int64(ref.Offset), Length: n})
+		ours = append(ours, i)
+	}
+	sc, err := r.Scope(ctx, task, agent, reads, maxBytes, ttl)
+	if re, ok := errors.AsType[*blob.ReadError](err); ok {
+		return ScopedRefs{}, resolveError(refs[ours[re.Index]], re.Err)
+	}
+	if err != nil {
+		return ScopedRefs{}, err
+	}
+	auth := func() map[string]string { return map[string]string{"Authorization": "Bearer " + sc.Token} }
+	out := ScopedRefs{Inputs: make([]DataRef, len(refs)), Token: sc.Token,
+		Upload: DataRef{URI: sc.UploadURL, Name: sc.UploadRef, Headers: auth(), Expires: sc.Expires}}
+	for i, ref := range refs {
+		ref.Headers = nil
+		out.Inputs[i] = ref
+	}
+	for j, i := range ours {
+		out.Inputs[i].URI, out.Inputs[i].Headers, out.Inputs[i].Expires = sc.Reads[j], auth(), sc.Expires
+	}
+	return out, nil
 }
 
 // errNoRefs fails a DataRef while the blob store issues no URL.

@@ -223,6 +223,12 @@ func (h *Hub) dispatchMessage(ctx context.Context, tk *task, t Task, in json.Raw
 	d := &agentlinkv1.TaskDispatch{TaskId: tk.id, JobId: tk.job, Operator: tk.op, InputJson: in,
 		TimeoutMs: u32(timeout.Milliseconds()),
 		Expected:  &agentlinkv1.Resources{CpuMillicores: t.CPUMillicores, MemoryBytes: t.MemoryBytes}}
+	if scoped, ok := h.urls.(ScopedDataURLs); ok && tk.agent.trusted {
+		if err := scopedRefs(ctx, scoped, d, tk, t, timeout); err != nil {
+			return nil, err
+		}
+		return &agentlinkv1.ConnectResponse{Message: &agentlinkv1.ConnectResponse_Dispatch{Dispatch: d}}, nil
+	}
 	for _, r := range t.Refs {
 		if h.urls != nil {
 			url, err := h.urls.Fetch(ctx, r, tk.id, tk.agent.id)
@@ -245,6 +251,23 @@ func (h *Hub) dispatchMessage(ctx context.Context, tk *task, t Task, in json.Raw
 		d.OutputUpload = &agentlinkv1.DataRef{Uri: url, Name: ref}
 	}
 	return &agentlinkv1.ConnectResponse{Message: &agentlinkv1.ConnectResponse_Dispatch{Dispatch: d}}, nil
+}
+
+// scopedRefs resolves the DataRefs of a trusted agent's task into d: plain URLs, one upload
+// and the task token (d.DataToken), which expires within the task's timeout.
+func scopedRefs(ctx context.Context, urls ScopedDataURLs, d *agentlinkv1.TaskDispatch, tk *task, t Task, timeout time.Duration) error {
+	sc, err := urls.Scope(ctx, t.Refs, tk.id, tk.agent.id, t.MaxOutputBytes, timeout)
+	if e := gateway.AsError(err); e != nil {
+		return e.With("operator", tk.op)
+	}
+	if err != nil {
+		return gateway.NewError(schemas.CodeInternal).Wrap(err)
+	}
+	for _, r := range sc.Inputs {
+		d.InputRefs = append(d.InputRefs, r.toProto())
+	}
+	d.OutputUpload, d.DataToken = sc.Upload.toProto(), sc.Token
+	return nil
 }
 
 // cancel tells the agent a task is withdrawn, if its queue has room (a full queue means

@@ -33,6 +33,7 @@ var testTokens = map[string][]string{
 	"all":      {agentlink.ScopeServe},
 	"echo":     {agentlink.ScopeServePrefix + "echo"},
 	"readonly": {"calls:read"},
+	"trusted":  {agentlink.ScopeServe, agentlink.DefaultTrustedScope},
 }
 
 // testAuthn authenticates as the gateway's internal face does: the bearer token from the

@@ -551,6 +551,13 @@ func TestConfigValidate(t *testing.T) {
 		{agentlink.Config{HeartbeatInterval: time.Millisecond}, "heartbeat_interval"},
 		{agentlink.Config{Namespace: "agent"}, "namespace"},
 		{agentlink.Config{Versions: []string{"1.0"}}, "versions"},
+		{agentlink.Config{ForwardedProgressBuffer: -1}, "forwarded_progress_buffer"},
+		{agentlink.Config{ForwardedProgressBuffer: 1}, ""},
+		{agentlink.Config{Auth: agentlink.AuthConfig{TrustedScope: "agent:trusted gpu"}}, "trusted_scope"},
+		{agentlink.Config{Auth: agentlink.AuthConfig{TrustedScope: agentlink.ScopeServe}}, "trusted_scope"},
+		{agentlink.Config{Auth: agentlink.AuthConfig{TrustedScope: "agent:serve:echo"}}, "trusted_scope"},
+		{agentlink.Config{Auth: agentlink.AuthConfig{TrustedScope: "gpu:trusted"}}, ""},
+		{agentlink.Config{Auth: agentlink.AuthConfig{TrustedCertIdentities: []string{""}}}, "trusted_cert_identities"},
 	}
 	for _, tt := range tests {
 		err := tt.cfg.Validate()

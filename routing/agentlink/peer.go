@@ -434,10 +434,6 @@ func (s *peerService) task(req *gatehousev1.DispatchTaskRequest) (Task, *gatehou
 	return t, nil, nil
 }
 
-// forwardedProgressBuffer bounds the progress reports waiting to be sent to the forwarding
-// replica; past it reports are dropped (progress is advisory, the result is not).
-const forwardedProgressBuffer = 64
-
 // DispatchTaskStream implements gatehouse.v1.AgentPeerService: a task another replica
 // forwards runs on one of this replica's agents, or on k distinct ones (redundancy), never
 // forwarded again; the agents' progress reports are streamed before the answer.
@@ -450,7 +446,9 @@ func (s *peerService) DispatchTaskStream(req *gatehousev1.DispatchTaskStreamRequ
 		return stream.Send(&gatehousev1.DispatchTaskStreamResponse{Event: &gatehousev1.DispatchTaskStreamResponse_Result{Result: refused}})
 	}
 	k := max(1, int(req.GetRedundancy()))
-	progress := make(chan *gatehousev1.ForwardedProgress, forwardedProgressBuffer)
+	// agents.forwarded_progress_buffer reports wait to be sent to the forwarding replica;
+	// past them a report is dropped (progress is advisory, the result is not).
+	progress := make(chan *gatehousev1.ForwardedProgress, s.hub.cfg.ForwardedProgressBuffer)
 	t.Progress = func(p gateway.Progress) {
 		fp := &gatehousev1.ForwardedProgress{Progress: p.Progress, Message: p.Message}
 		if p.Total != nil {

@@ -40,32 +40,40 @@ type stream = grpc.BidiStreamingServer[agentlinkv1.ConnectRequest, agentlinkv1.C
 
 // Connect implements AgentLinkService: one agent connection.
 func (s *service) Connect(st stream) error {
-	p, anonymous, err := s.admit(st.Context())
+	ad, err := s.admit(st.Context())
 	if err != nil {
 		return err
 	}
-	return s.hub.serve(st, p, anonymous)
+	return s.hub.serve(st, ad)
+}
+
+// admission is who a connecting agent is: its principal, whether it is anonymous, and
+// whether it is trusted (agents.auth.trusted_scope, trusted_cert_identities).
+type admission struct {
+	p                  gateway.Principal
+	anonymous, trusted bool
 }
 
 // admit authenticates a connecting agent. A presented credential must be accepted; without
 // one, the agent is anonymous, which agents.auth allows only when no credential is required
-// or it connects from a loopback address and allow_loopback_anonymous is set.
-func (s *service) admit(ctx context.Context) (gateway.Principal, bool, error) {
+// or it connects from a loopback address and allow_loopback_anonymous is set. An anonymous
+// agent is never trusted.
+func (s *service) admit(ctx context.Context) (admission, error) {
 	p, creds, err := s.authn(ctx)
 	presented := creds.Bearer != "" || creds.APIKey != "" || creds.ClientCert != nil
+	a := s.hub.cfg.Auth
 	switch {
 	case err == nil && !p.Anonymous:
-		return p, false, nil
+		return admission{p: p, trusted: a.trusted(p, false, creds)}, nil
 	case presented:
-		return p, false, status.Error(codes.Unauthenticated, "agent link: the credential was refused")
+		return admission{}, status.Error(codes.Unauthenticated, "agent link: the credential was refused")
 	}
-	a := s.hub.cfg.Auth
 	loopback := creds.Remote.IsValid() && creds.Remote.Addr().Unmap().IsLoopback()
 	if a.requireCredential() && (!a.AllowLoopbackAnonymous || !loopback) {
-		return p, false, status.Error(codes.Unauthenticated,
+		return admission{}, status.Error(codes.Unauthenticated,
 			"agent link: a credential is required (mTLS or a bearer JWT with scope agent:serve; agents.auth)")
 	}
-	return gateway.Principal{Subject: "anonymous", Anonymous: true}, true, nil
+	return admission{p: gateway.Principal{Subject: "anonymous", Anonymous: true}, anonymous: true}, nil
 }
 
 // authorize checks that p may serve every operator of ops: scope agent:serve, or
@@ -90,7 +98,7 @@ type inbound struct {
 }
 
 // serve runs one connection: handshake, then messages until it ends.
-func (h *Hub) serve(st stream, p gateway.Principal, anonymous bool) error {
+func (h *Hub) serve(st stream, ad admission) error {
 	ctx, cancel := context.WithCancel(st.Context())
 	defer cancel()
 	in := make(chan inbound)
@@ -109,16 +117,17 @@ func (h *Hub) serve(st stream, p gateway.Principal, anonymous bool) error {
 			}
 		}
 	}()
-	a, err := h.handshake(ctx, st, in, p, anonymous)
+	a, err := h.handshake(ctx, st, in, ad)
 	if err != nil {
 		return err
 	}
-	return h.run(ctx, st, in, a, p)
+	return h.run(ctx, st, in, a, ad.p)
 }
 
 // handshake reads the descriptor, checks it, negotiates the version, authorizes the
 // operators and registers the agent, answering Welcome; or answers Reject and fails.
-func (h *Hub) handshake(ctx context.Context, st stream, in <-chan inbound, p gateway.Principal, anonymous bool) (*agent, error) {
+func (h *Hub) handshake(ctx context.Context, st stream, in <-chan inbound, ad admission) (*agent, error) {
+	p, anonymous := ad.p, ad.anonymous
 	timer := time.NewTimer(h.cfg.HandshakeTimeout)
 	defer timer.Stop()
 	var m *agentlinkv1.ConnectRequest
@@ -153,7 +162,7 @@ func (h *Hub) handshake(ctx context.Context, st stream, in <-chan inbound, p gat
 		limit = n
 	}
 	a := newAgent(d.GetAgentId(), limit)
-	a.session, a.version, a.subject, a.desc, a.anonymous = h.newSession(), version, p.Subject, d, anonymous
+	a.session, a.version, a.subject, a.desc, a.anonymous, a.trusted = h.newSession(), version, p.Subject, d, anonymous, ad.trusted
 	a.ops = make(map[string]*operatorSpec, len(ops))
 	for _, op := range ops {
 		a.ops[op.id] = op
@@ -168,7 +177,8 @@ func (h *Hub) handshake(ctx context.Context, st stream, in <-chan inbound, p gat
 		h.drop(a, "the welcome could not be sent")
 		return nil, err
 	}
-	h.log.Info("agent connected", append(descriptorSummary(d), "session", a.session, "version", version, "subject", p.Subject)...)
+	h.log.Info("agent connected", append(descriptorSummary(d), "session", a.session, "version", version, "subject", p.Subject,
+		"trusted", ad.trusted)...)
 	return a, nil
 }
 

@@ -29,4 +29,12 @@
 // names. The URLs point at the gateway's blob endpoint (faces/blob) under the configured
 // public base URL; with an S3 store and presign on, a fetch URL is presigned by the object
 // store instead.
+//
+// # Task tokens
+//
+// A trusted agent's task gets plain URLs and one task token instead ([Refs.Scope]): a
+// [Token] lists the task's [Scope]s (each read range, one upload) for one task and one
+// agent until an instant, MAC'd under the same key in a domain of its own
+// ([Signer.SignToken], [Signer.VerifyToken]); the endpoint accepts it as a bearer
+// credential for exactly those scopes.
 package blob

@@ -131,28 +131,102 @@ func (r *Refs) FetchRange(ctx context.Context, ref, task, agent string, off, n i
 
 // fetch grants a read of n bytes from off (n -1: to the end).
 func (r *Refs) fetch(ctx context.Context, ref, task, agent string, off, n int64) (string, error) {
-	key, err := ParseRef(ref)
+	g, size, err := r.readGrant(ctx, ref, task, agent, off, n)
 	if err != nil {
 		return "", err
 	}
+	g.Expires = r.expiry()
+	if r.presign != nil {
+		return r.presign.PresignGet(ctx, g.Key, g.Offset, g.Length, g.Offset == 0 && g.Length == size, r.ttl)
+	}
+	return r.url(g), nil
+}
+
+// readGrant resolves a read of n bytes of ref from off (n -1: to the end) against the
+// object (without an expiry), and returns the object's size.
+func (r *Refs) readGrant(ctx context.Context, ref, task, agent string, off, n int64) (Grant, int64, error) {
+	key, err := ParseRef(ref)
+	if err != nil {
+		return Grant{}, 0, err
+	}
 	info, err := r.store.Stat(ctx, key)
 	if err != nil {
-		return "", err
+		return Grant{}, 0, err
 	}
 	if n < 0 {
 		n = info.Size - min(off, info.Size)
 	}
 	if off < 0 || off > info.Size || n > info.Size-off {
-		return "", errorsJoin(ErrRange, "past the end of the object")
+		return Grant{}, 0, errorsJoin(ErrRange, "past the end of the object")
 	}
-	g := Grant{Method: http.MethodGet, Key: key, Task: task, Agent: agent, Expires: r.expiry(), Offset: off, Length: n}
+	g := Grant{Method: http.MethodGet, Key: key, Task: task, Agent: agent, Offset: off, Length: n}
 	if err := checkGrant(g); err != nil {
-		return "", err
+		return Grant{}, 0, err
 	}
-	if r.presign != nil {
-		return r.presign.PresignGet(ctx, key, off, n, off == 0 && n == info.Size, r.ttl)
+	return g, info.Size, nil
+}
+
+// Read is one input of a scoped task: the object ref, from Offset, Length bytes (-1: to the
+// end of the object).
+type Read struct {
+	Ref    string
+	Offset int64
+	Length int64
+}
+
+// ReadError is Scope's failure to grant one of its reads: Reads[Index] of the call.
+type ReadError struct {
+	Index int
+	Err   error
+}
+
+func (e *ReadError) Error() string { return fmt.Sprintf("blob: read %d: %v", e.Index, e.Err) }
+func (e *ReadError) Unwrap() error { return e.Err }
+
+// Scoped is what a trusted agent's task gets: plain URLs of the gateway's endpoint (no
+// query) and the one task token that grants them.
+type Scoped struct {
+	// Reads are the URLs of the inputs, in the order asked.
+	Reads []string
+	// UploadURL is where the agent PUTs its one output; UploadRef names that output.
+	UploadURL, UploadRef string
+	// Token grants every read's range and the upload, for the task and the agent.
+	Token string
+	// Expires is when the token stops working.
+	Expires time.Time
+}
+
+// Scope returns the plain URLs of reads and of one upload (at most maxBytes; 0 or more
+// than the store allows: its MaxObjectBytes) and one task token granting exactly them to
+// agent for task, for ttl (at most the refs' TTL; 0: the TTL), to the millisecond. Reads
+// always go through the gateway's endpoint, even with presigning on: the token is the
+// gateway's. It fails as Fetch and Upload do.
+func (r *Refs) Scope(ctx context.Context, task, agent string, reads []Read, maxBytes int64, ttl time.Duration) (Scoped, error) {
+	if ttl <= 0 || ttl > r.ttl {
+		ttl = r.ttl
 	}
-	return r.url(g), nil
+	tok := Token{Task: task, Agent: agent, Expires: r.now().Add(ttl).Truncate(time.Millisecond)}
+	var out Scoped
+	for i, rd := range reads {
+		g, _, err := r.readGrant(ctx, rd.Ref, task, agent, rd.Offset, rd.Length)
+		if err != nil {
+			return Scoped{}, &ReadError{Index: i, Err: err}
+		}
+		tok.Scopes = append(tok.Scopes, Scope{Method: http.MethodGet, Key: g.Key, Offset: g.Offset, Length: g.Length})
+		out.Reads = append(out.Reads, r.plainURL(g.Key))
+	}
+	limit := r.store.Limits().MaxObjectBytes
+	if maxBytes <= 0 || maxBytes > limit {
+		maxBytes = limit
+	}
+	key := newUploadKey()
+	tok.Scopes = append(tok.Scopes, Scope{Method: http.MethodPut, Key: key, Length: maxBytes})
+	t, err := r.signer.SignToken(tok)
+	if err != nil {
+		return Scoped{}, err
+	}
+	out.UploadURL, out.UploadRef, out.Token, out.Expires = r.plainURL(key), Ref(key), t, tok.Expires
+	return out, nil
 }
 
 // Upload grants one PUT of a new object under a fresh random key.
@@ -161,14 +235,19 @@ func (r *Refs) Upload(_ context.Context, task, agent string, maxBytes int64) (st
 	if maxBytes <= 0 || maxBytes > limit {
 		maxBytes = limit
 	}
-	var id [16]byte
-	_, _ = rand.Read(id[:]) // crypto/rand.Read never fails (Go 1.24+)
-	key := uploadPrefix + hex.EncodeToString(id[:])
+	key := newUploadKey()
 	g := Grant{Method: http.MethodPut, Key: key, Task: task, Agent: agent, Expires: r.expiry(), Length: maxBytes}
 	if err := checkGrant(g); err != nil {
 		return "", "", err
 	}
 	return r.url(g), Ref(key), nil
+}
+
+// newUploadKey returns a fresh random key for an agent's output.
+func newUploadKey() string {
+	var id [16]byte
+	_, _ = rand.Read(id[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return uploadPrefix + hex.EncodeToString(id[:])
 }
 
 // expiry is when a URL issued now stops working: TTL from now, rounded up to the second.
@@ -181,5 +260,12 @@ func (r *Refs) url(g Grant) string {
 	u := *r.base
 	u.Path += EndpointPath + g.Key
 	u.RawQuery = r.signer.Sign(g)
+	return u.String()
+}
+
+// plainURL returns the gateway's URL of key without a signature: a task token grants it.
+func (r *Refs) plainURL(key string) string {
+	u := *r.base
+	u.Path += EndpointPath + key
 	return u.String()
 }

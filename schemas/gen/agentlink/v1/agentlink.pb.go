@@ -1110,7 +1110,13 @@ type TaskDispatch struct {
 	// How long the task may run, from this dispatch to its result, in milliseconds.
 	TimeoutMs uint32 `protobuf:"varint,7,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
 	// Where the agent may upload outputs too large to send inline; absent: send them inline.
-	OutputUpload  *DataRef `protobuf:"bytes,8,opt,name=output_upload,json=outputUpload,proto3" json:"output_upload,omitempty"`
+	OutputUpload *DataRef `protobuf:"bytes,8,opt,name=output_upload,json=outputUpload,proto3" json:"output_upload,omitempty"`
+	// A short-lived bearer token for the gateway's blob endpoint, given to trusted agents only
+	// (absent for the others, whose URLs are signed instead). The agent sends it as
+	// "Authorization: Bearer <token>" with every read of an input_refs URL and the upload to
+	// output_upload (their headers carry it too); it grants exactly those objects, byte ranges
+	// and methods, for this task and this agent, and expires no later than timeout_ms.
+	DataToken     string `protobuf:"bytes,9,opt,name=data_token,json=dataToken,proto3" json:"data_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1199,6 +1205,13 @@ func (x *TaskDispatch) GetOutputUpload() *DataRef {
 		return x.OutputUpload
 	}
 	return nil
+}
+
+func (x *TaskDispatch) GetDataToken() string {
+	if x != nil {
+		return x.DataToken
+	}
+	return ""
 }
 
 // TaskCancel withdraws a task: the gateway has given up on it (its caller left, or it timed
@@ -1730,7 +1743,7 @@ const file_agentlink_v1_agentlink_proto_rawDesc = "" +
 	"\x06length\x18\x02 \x01(\x04R\x06length\"U\n" +
 	"\tResources\x12%\n" +
 	"\x0ecpu_millicores\x18\x01 \x01(\rR\rcpuMillicores\x12!\n" +
-	"\fmemory_bytes\x18\x02 \x01(\x04R\vmemoryBytes\"\xbf\x02\n" +
+	"\fmemory_bytes\x18\x02 \x01(\x04R\vmemoryBytes\"\xde\x02\n" +
 	"\fTaskDispatch\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1a\n" +
@@ -1742,7 +1755,9 @@ const file_agentlink_v1_agentlink_proto_rawDesc = "" +
 	"\bexpected\x18\x06 \x01(\v2\x17.agentlink.v1.ResourcesR\bexpected\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\a \x01(\rR\ttimeoutMs\x12:\n" +
-	"\routput_upload\x18\b \x01(\v2\x15.agentlink.v1.DataRefR\foutputUpload\"=\n" +
+	"\routput_upload\x18\b \x01(\v2\x15.agentlink.v1.DataRefR\foutputUpload\x12\x1d\n" +
+	"\n" +
+	"data_token\x18\t \x01(\tR\tdataToken\"=\n" +
 	"\n" +
 	"TaskCancel\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
