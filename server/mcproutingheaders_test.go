@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -42,6 +43,9 @@ func newRecordingUpstream(t *testing.T) *recordingUpstream {
 			return mcp.NewToolResultText(name + " ran"), nil
 		})
 	}
+	srv.AddPrompt(mcp.NewPrompt("greet", mcp.WithPromptDescription("a greeting")), func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return mcp.NewGetPromptResult("greet", []mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent("hello"))}), nil
+	})
 	h := mcpserver.NewStreamableHTTPServer(srv)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
@@ -61,19 +65,18 @@ func newRecordingUpstream(t *testing.T) *recordingUpstream {
 func (u *recordingUpstream) snapshot() ([]seenRequest, map[string]int) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	calls := map[string]int{}
-	for k, v := range u.calls {
-		calls[k] = v
-	}
-	return append([]seenRequest(nil), u.posts...), calls
+	return append([]seenRequest(nil), u.posts...), maps.Clone(u.calls)
 }
 
 // toolCalls returns the tools/call POSTs the upstream received.
-func (u *recordingUpstream) toolCalls() []seenRequest {
+func (u *recordingUpstream) toolCalls() []seenRequest { return u.requests("tools/call") }
+
+// requests returns the POSTs of method the upstream received.
+func (u *recordingUpstream) requests(method string) []seenRequest {
 	posts, _ := u.snapshot()
 	var out []seenRequest
 	for _, p := range posts {
-		if strings.Contains(p.body, `"tools/call"`) {
+		if strings.Contains(p.body, `"`+method+`"`) {
 			out = append(out, p)
 		}
 	}
@@ -98,6 +101,7 @@ policy:
   rules:
     - {id: public, match: {mcp_tool: up/public}, scopes: [tools.call], mutation: READ_ONLY}
     - {id: secret, match: {mcp_tool: up/secret}, scopes: [admin], mutation: READ_ONLY}
+    - {id: greet, match: {mcp_prompt: up/greet}, scopes: [tools.call]}
 `, apiKeyHash("alice-key")), 1)
 	ts := startWith(t, yaml, Options{})
 	waitForTools(t, ts)
@@ -187,6 +191,14 @@ policy:
 	seen := up.toolCalls()
 	if len(seen) != 1 || seen[0].method != "tools/call" || seen[0].name != "public" || seen[0].version != mcp.ProtocolVersion20260728 {
 		t.Fatalf("the upstream saw %+v, want one 2026-07-28 tools/call with Mcp-Method and Mcp-Name set", seen)
+	}
+	// A prompts/get carries the prompt's name upstream as well.
+	status, body = post([][2]string{m("prompts/get"), n("greet")}, `{"jsonrpc":"2.0","id":6,"method":"prompts/get","params":{"name":"greet",`+meta+`}}`)
+	if status != http.StatusOK || !strings.Contains(body, "hello") {
+		t.Fatalf("prompts/get: %d %s", status, body)
+	}
+	if seen := up.requests("prompts/get"); len(seen) != 1 || seen[0].method != "prompts/get" || seen[0].name != "greet" {
+		t.Fatalf("the upstream saw %+v, want one prompts/get with Mcp-Method and Mcp-Name set", seen)
 	}
 	posts, _ := up.snapshot()
 	for _, p := range posts {

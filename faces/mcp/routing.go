@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -29,6 +30,15 @@ const (
 	headerVersion = mcp.HeaderProtocolVersion // "Mcp-Protocol-Version"
 )
 
+// The codes of RoutingHeaderError: MCP's HeaderMismatch, and JSON-RPC's Invalid Request.
+const (
+	codeHeaderMismatch schemas.Code = mcp.HEADER_MISMATCH
+	codeInvalidRequest schemas.Code = mcp.INVALID_REQUEST
+)
+
+// uriMember is the params member a resource method's Mcp-Name mirrors.
+const uriMember = "uri"
+
 // RoutingHeaderError is why a POST to /mcp was refused before anything routed it: its
 // routing headers disagree with its body, or its body cannot be checked against them. It
 // is answered with HTTP 400 and a JSON-RPC error of code Code.
@@ -37,7 +47,7 @@ type RoutingHeaderError struct {
 	// for a method that has no name, or differs from the body) or -32600 (Invalid Request: a
 	// batch, a repeated member name, a body that is not one JSON-RPC request), or the code
 	// of another decoding failure of the body (-32700, -32602).
-	Code int
+	Code schemas.Code
 	// Header names the header at fault; "" when the body is.
 	Header string
 	// Reason says what is wrong without echoing the request.
@@ -68,9 +78,9 @@ func nameMember(method string) (member string, required bool) {
 	case string(mcp.MethodToolsCall), string(mcp.MethodPromptsGet):
 		return "name", true
 	case string(mcp.MethodResourcesRead):
-		return "uri", true
+		return uriMember, true
 	case string(mcp.MethodResourcesSubscribe), string(mcp.MethodResourcesUnsubscribe):
-		return "uri", false
+		return uriMember, false
 	case "tasks/get", "tasks/update", "tasks/cancel":
 		return "taskId", false
 	}
@@ -83,7 +93,7 @@ func headerValues(h http.Header, name string) []string {
 	vs := h[name]
 	for k, more := range h {
 		if k != name && strings.EqualFold(k, name) {
-			vs = append(vs[:len(vs):len(vs)], more...)
+			vs = append(slices.Clip(vs), more...)
 		}
 	}
 	return vs
@@ -131,12 +141,12 @@ func checkRouting(h http.Header, body []byte, lim jsonrpc.Limits) (rt routed, id
 		if !modern && len(methods) == 0 && len(names) == 0 {
 			return rt, id, nil // not a 2026-07-28 request after all: mcp-go answers it
 		}
-		return rt, id, &RoutingHeaderError{Code: int(derr.Code), Reason: derr.Reason}
+		return rt, id, &RoutingHeaderError{Code: derr.Code, Reason: derr.Reason}
 	case p.Batch:
-		return rt, id, &RoutingHeaderError{Code: mcp.INVALID_REQUEST, Reason: "a batch is not a request of protocol 2026-07-28, and has no routing headers"}
+		return rt, id, &RoutingHeaderError{Code: codeInvalidRequest, Reason: "a batch is not a request of protocol 2026-07-28, and has no routing headers"}
 	case p.Members[0].Err != nil:
 		e := p.Members[0].Err
-		return rt, e.ID, &RoutingHeaderError{Code: int(e.Code), Reason: e.Reason}
+		return rt, e.ID, &RoutingHeaderError{Code: e.Code, Reason: e.Reason}
 	}
 	req := &p.Members[0].Request
 	id = req.ID
@@ -144,14 +154,14 @@ func checkRouting(h http.Header, body []byte, lim jsonrpc.Limits) (rt routed, id
 	// case and keeps the last of those that match: a second spelling of a member would be
 	// read by mcp-go and not by the check.
 	if folded(body, "jsonrpc", "method", "id", "params") {
-		return rt, id, &RoutingHeaderError{Code: mcp.INVALID_REQUEST, Reason: "a member name repeated in another case"}
+		return rt, id, &RoutingHeaderError{Code: codeInvalidRequest, Reason: "a member name repeated in another case"}
 	}
 	member, required := nameMember(req.Method)
 	var bodyName string
 	var hasName, badName bool
 	if len(req.Params) > 0 && req.Params[0] == '{' {
 		if folded(req.Params, member, "arguments", "_meta", "cursor") {
-			return rt, id, &RoutingHeaderError{Code: mcp.INVALID_REQUEST, Reason: "a member name of params repeated in another case"}
+			return rt, id, &RoutingHeaderError{Code: codeInvalidRequest, Reason: "a member name of params repeated in another case"}
 		}
 		eachMember(req.Params, func(key, val []byte) bool {
 			switch k := memberName(key); {
@@ -205,7 +215,7 @@ func checkRouting(h http.Header, body []byte, lim jsonrpc.Limits) (rt routed, id
 }
 
 func mismatch(header, reason string) *RoutingHeaderError {
-	return &RoutingHeaderError{Code: mcp.HEADER_MISMATCH, Header: header, Reason: reason}
+	return &RoutingHeaderError{Code: codeHeaderMismatch, Header: header, Reason: reason}
 }
 
 // folded reports whether obj, a well-formed JSON object, has a member whose name equals
@@ -240,8 +250,9 @@ func memberName(key []byte) string {
 // writeRoutingError answers a request refused by checkRouting: HTTP 400, as mcp-go
 // answers its own header mismatches, with the JSON-RPC error.
 func writeRoutingError(w http.ResponseWriter, id jsonrpc.ID, e *RoutingHeaderError) {
-	body := jsonrpc.AppendError(nil, id, schemas.Code(e.Code), e.Error(), nil)
+	body := jsonrpc.AppendError(nil, id, e.Code, e.Error(), nil)
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusBadRequest)
-	_, _ = w.Write(append(body, '\n'))
+	_, _ = w.Write(append(body, '\n')) //nolint:gosec // a JSON envelope encoded here, served as application/json with nosniff
 }

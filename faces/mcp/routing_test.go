@@ -92,7 +92,7 @@ func TestCheckRouting(t *testing.T) {
 			if err == nil {
 				t.Fatalf("accepted (%+v), want code %d", rt, tt.code)
 			}
-			if err.Code != tt.code || err.Header != tt.header {
+			if int(err.Code) != tt.code || err.Header != tt.header {
 				t.Fatalf("refused %d %q (%v), want %d %q", err.Code, err.Header, err, tt.code, tt.header)
 			}
 			if tt.code == mcp.HEADER_MISMATCH && id.Raw() != "1" {
