@@ -200,6 +200,46 @@ policy:
 	if seen := up.requests("prompts/get"); len(seen) != 1 || seen[0].method != "prompts/get" || seen[0].name != "greet" {
 		t.Fatalf("the upstream saw %+v, want one prompts/get with Mcp-Method and Mcp-Name set", seen)
 	}
+	// A client of an earlier revision need not send the headers; when it does, they are
+	// checked the same way, and the fast path routes on them once they agree.
+	status, hdr, body := mcpExchangeAs(t, hc, "alice-key", http.MethodPost, url, "", // no sampling: a session the fast path serves
+		`{"jsonrpc":"2.0","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"agent","version":"9"}},"id":1}`)
+	sid := hdr.Get("Mcp-Session-Id")
+	if status != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %s", status, body)
+	}
+	post25 := func(name, tool string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"`+tool+`","arguments":{}},"id":8}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "X-API-Key": "alice-key",
+			"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-06-18", "Mcp-Method": "tools/call", "Mcp-Name": name} {
+			req.Header.Set(k, v)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if status, body := post25("public", "secret"); status != http.StatusBadRequest || !strings.Contains(body, `"code":-32020`) {
+		t.Fatalf("a 2025-06-18 call with a lying Mcp-Name: %d %s", status, body)
+	}
+	fast := ts.mcp.FastToolCalls()
+	if status, body := post25("public", "public"); status != http.StatusOK || !strings.Contains(body, "public ran") {
+		t.Fatalf("a 2025-06-18 call with agreeing headers: %d %s", status, body)
+	}
+	if ts.mcp.FastToolCalls() != fast+1 {
+		t.Fatalf("the fast path served %d calls, want %d", ts.mcp.FastToolCalls(), fast+1)
+	}
+	if _, calls := up.snapshot(); calls["secret"] != 0 || calls["public"] != 2 {
+		t.Fatalf("upstream calls %v, want public twice and secret never", calls)
+	}
+
 	posts, _ := up.snapshot()
 	for _, p := range posts {
 		if p.version == mcp.ProtocolVersion20260728 && p.method == "" {
