@@ -29,7 +29,8 @@ var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b
 // transcoded to JSON when it is MessagePack, and decoded; the calls run, and the responses
 // are written in one HTTP response in the request's encoding — or as an event stream: a
 // single request's named-event result (gateway.Result.Events) always, and its streamed
-// result and progress when the caller accepts text/event-stream.
+// result and progress when the caller accepts text/event-stream, as well as the refusal of
+// a nekte.delegate before its stream started (one "error" event).
 func (f *Face) serveRPC(c *gin.Context) {
 	rt := f.gw.Acquire()
 	defer rt.Release()
@@ -63,7 +64,8 @@ func (f *Face) serveRPC(c *gin.Context) {
 	defer events.close()
 	x.base = delivery{w: w, events: events}
 	ex.Delivery = &x.base
-	if sse.Accepts(r.Header.Get("Accept")) {
+	accepts := sse.Accepts(r.Header.Get("Accept"))
+	if accepts {
 		x.sse = sseDelivery{delivery: &x.base}
 		ex.Delivery = &x.sse
 	}
@@ -79,6 +81,14 @@ func (f *Face) serveRPC(c *gin.Context) {
 	case events.isNamed(): // a stream of named events ends with its last event
 	case events.isStarted():
 		events.finish(finalResponse(out)) // the final response ends the event stream
+	case ex.Method == methodDelegate && accepts:
+		// A delegation refused before its stream started: a one-event stream for a caller
+		// that reads event streams (refusalstream.go).
+		if frame, ok := delegateRefusal(out, body, enc); ok {
+			writeRefusalStream(w, frame)
+			return
+		}
+		faces.WriteResponse(w, f.log, out, enc, traceID)
 	default:
 		// 429/503 + Retry-After for a shed call, 403 for 4002/4003 — but for NEKTE methods,
 		// whose wire contract wants every JSON-RPC error with 200 (the reference client

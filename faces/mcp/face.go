@@ -184,7 +184,8 @@ func (f *Face) Serve(w http.ResponseWriter, r *http.Request) {
 
 // admit checks what the HTTP transports check before mcp-go sees a request: a Host or
 // Origin that is not a loopback name on a loopback connection (DNS rebinding), the
-// caller's credentials, and the size of a POST body, which it reads. On success it returns
+// caller's credentials, the size of a POST body, which it reads, and the POST's routing
+// headers against that body (checkRouting). On success it returns
 // the request to serve, whose context carries the caller and the body; otherwise it has
 // answered the request.
 func (f *Face) admit(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
@@ -199,7 +200,7 @@ func (f *Face) admit(w http.ResponseWriter, r *http.Request) (*http.Request, boo
 		}
 	}
 	principal, err := rt.Authenticator().Authenticate(r.Context(), faces.HTTPCredentials(r, gateway.ZoneExternal))
-	maxBody := rt.Pipeline().MaxBodyBytes
+	maxBody, lim := rt.Pipeline().MaxBodyBytes, rt.Pipeline().LimitsFor(principal)
 	rt.Release()
 	if err != nil {
 		faces.WriteChallenge(w, gateway.AsError(err), traceID, faces.EncodingJSON, resourceMetadata(r))
@@ -211,6 +212,13 @@ func (f *Face) admit(w http.ResponseWriter, r *http.Request) (*http.Request, boo
 			faces.WriteBodyError(w, f.log, err, maxBody, traceID, faces.EncodingJSON)
 			return nil, false
 		}
+		// The routing headers agree with the body before anything reads either (routing.go).
+		rtd, id, rerr := checkRouting(r.Header, fr.body, lim)
+		if rerr != nil {
+			writeRoutingError(w, id, rerr)
+			return nil, false
+		}
+		fr.routed = rtd
 	}
 	ctx := context.WithValue(context.WithValue(base, principalKey{}, principal), faceRequestKey{}, fr)
 	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {

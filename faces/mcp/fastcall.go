@@ -151,7 +151,16 @@ func jsonMedia(ct string) bool {
 // serveToolCall serves r, a POST of a session admit checked, if it is a tools/call the
 // fast path takes; it reports whether it did (otherwise nothing was written).
 func (f *Face) serveToolCall(w http.ResponseWriter, r *http.Request, fr *faceRequest) bool {
-	if f.fast.off.Load() || !bytes.Contains(fr.body, []byte(`"tools/call"`)) || !jsonMedia(r.Header.Get("Content-Type")) {
+	if f.fast.off.Load() || !jsonMedia(r.Header.Get("Content-Type")) {
+		return false
+	}
+	// Verified routing headers (routing.go) say what the body holds without a scan: another
+	// method, or a tool the fast path does not serve, is left to mcp-go before any decoding.
+	if rh := fr.routed; rh.verified {
+		if rh.method != string(mcp.MethodToolsCall) || !rh.hasName || !f.fastTool(rh.name) {
+			return false
+		}
+	} else if !bytes.Contains(fr.body, []byte(`"tools/call"`)) {
 		return false
 	}
 	if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" && (!mcp.IsValidProtocolVersion(v) || mcp.IsModernProtocol(v)) {
@@ -247,6 +256,16 @@ func (f *Face) serveToolCall(w http.ResponseWriter, r *http.Request, fr *faceReq
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(append(body, '\n'))
 	return true
+}
+
+// fastTool reports whether name is a bridged tool the fast path serves.
+func (f *Face) fastTool(name string) bool {
+	tools := f.fast.tools.Load()
+	if tools == nil {
+		return false
+	}
+	_, ok := (*tools)[name]
+	return ok
 }
 
 // plainSession reports whether the fast path can stand in for mcp-go on the session: it

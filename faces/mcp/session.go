@@ -210,6 +210,7 @@ type faceRequest struct {
 	// sessionChecked is set when admit checked the request's session: Validate need not.
 	sessionChecked bool
 	refusal        *mcpRefusal // the pipeline refused the tool call this request made (refusal.go)
+	routed         routed      // what the checked routing headers say (routing.go)
 }
 
 type faceRequestKey struct{}

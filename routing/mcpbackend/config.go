@@ -120,7 +120,8 @@ type StdioConfig struct {
 type HTTPConfig struct {
 	// URL is the endpoint (for SSE, the event stream's URL).
 	URL string `yaml:"url" json:"url"`
-	// Headers are sent with every request (e.g. Authorization: "Bearer ${TOKEN}").
+	// Headers are sent with every request (e.g. Authorization: "Bearer ${TOKEN}"); the
+	// routing headers Mcp-Method and Mcp-Name are the gateway's to set, and refused here.
 	Headers map[string]string `yaml:"headers" json:"headers,omitempty"`
 	// TLS configures transport security for https URLs (default: system roots).
 	TLS *TLSConfig `yaml:"tls" json:"tls,omitempty"`
@@ -399,6 +400,13 @@ func (c Config) validateTransport() error {
 	}
 	if err := checkURL(h.URL, h.TLS != nil); err != nil {
 		return err
+	}
+	for k := range h.Headers {
+		// The routing headers mirror each request's body: a fixed value would disagree
+		// with it, and a 2026-07-28 server must refuse the request.
+		if strings.EqualFold(k, mcp.HeaderMethod) || strings.EqualFold(k, mcp.HeaderName) {
+			return fmt.Errorf("headers: %s is set by the gateway from each request's body", k)
+		}
 	}
 	return c.checkPlaintextHop(h)
 }

@@ -25,6 +25,9 @@ func TestValidate(t *testing.T) {
 		{"two transports", stdio(func(c *mcpbackend.Config) { c.SSE = &mcpbackend.HTTPConfig{URL: "http://x/sse"} }), "exactly one"},
 		{"bad name", stdio(func(c *mcpbackend.Config) { c.Name = "a b" }), "name must be"},
 		{"relative url", mcpbackend.Config{Name: "h", HTTP: &mcpbackend.HTTPConfig{URL: "/mcp"}}, "absolute http"},
+		{"routing header", mcpbackend.Config{Name: "h", HTTP: &mcpbackend.HTTPConfig{URL: "http://x/mcp", Headers: map[string]string{"mcp-name": "x"}}}, "mcp-name is set by the gateway"},
+		{"routing header on sse", mcpbackend.Config{Name: "h", SSE: &mcpbackend.HTTPConfig{URL: "http://x/sse", Headers: map[string]string{"Mcp-Method": "tools/call"}}}, "Mcp-Method is set by the gateway"},
+		{"other headers", mcpbackend.Config{Name: "h", HTTP: &mcpbackend.HTTPConfig{URL: "http://127.0.0.1/mcp", Headers: map[string]string{"X-Tenant": "a"}}}, ""},
 		{"tls on http", mcpbackend.Config{Name: "h", HTTP: &mcpbackend.HTTPConfig{URL: "http://x/mcp", TLS: &mcpbackend.TLSConfig{}}}, "not https"},
 		{"unknown version", stdio(func(c *mcpbackend.Config) { c.ProtocolVersions = []string{"2024-01-01"} }), "protocol_versions"},
 		{"timeout ≥ interval", stdio(func(c *mcpbackend.Config) {
