@@ -28,7 +28,9 @@ func BenchmarkMCPListCache(b *testing.B) {
 		srv.AddTool(mcp.NewTool(name, mcp.WithDescription("The "+name+" tool of the benchmark catalog."),
 			mcp.WithString("query", mcp.Required(), mcp.Description("what to look for")),
 			mcp.WithNumber("limit", mcp.Description("how many results at most"))),
-			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { return mcp.NewToolResultText(name), nil })
+			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText(name), nil
+			})
 	}
 	up := httptest.NewServer(mcpserver.NewStreamableHTTPServer(srv))
 	b.Cleanup(up.Close)

@@ -112,12 +112,11 @@ func (c *listCache) invalidate() {
 	}
 	c.version.Add(1)
 	c.mu.Lock()
-	n := c.lru.Len()
-	c.entries = map[string]*list.Element{}
-	c.lru.Init()
-	c.bytes = 0
+	for c.lru.Len() > 0 {
+		c.remove(c.lru.Back())
+		c.evictions.Add(1)
+	}
 	c.mu.Unlock()
-	c.evictions.Add(uint64(n))
 }
 
 // get returns the live entry of key built under vis.
