@@ -39,6 +39,16 @@ type Gauges struct {
 	// AgentOutstanding is, by connected agent id, the tasks dispatched to it and not yet
 	// finished (gatehouse_agent_tasks_outstanding{agent}).
 	AgentOutstanding map[string]int
+	// MCPListCache is the MCP face's list cache counters
+	// (gatehouse_mcp_list_cache_{hits,misses,evictions}_total, gatehouse_mcp_list_cache_entries,
+	// gatehouse_mcp_list_cache_bytes); nil without the cache.
+	MCPListCache *CacheCounters
+}
+
+// CacheCounters are a cache's counters since the process started, and what it holds now.
+type CacheCounters struct {
+	Hits, Misses, Evictions uint64
+	Entries, Bytes          int
 }
 
 // SetGauges sets the function read at every scrape for the values of Gauges; it must be
@@ -69,6 +79,16 @@ var (
 		"Tasks dispatched to a connected agent and not yet finished, by agent.", []string{"agent"}, nil)
 	descToolsWithheld = prometheus.NewDesc("gatehouse_mcp_tools_withheld",
 		"Tools an MCP upstream lists that the gateway does not serve (their inputSchema cannot be used).", []string{"upstream"}, nil)
+	descListCacheHits = prometheus.NewDesc("gatehouse_mcp_list_cache_hits_total",
+		"MCP face list requests (tools/list, resources/list, resources/templates/list, prompts/list) answered from the list cache.", nil, nil)
+	descListCacheMisses = prometheus.NewDesc("gatehouse_mcp_list_cache_misses_total",
+		"MCP face list requests narrowed for the caller and stored in the list cache.", nil, nil)
+	descListCacheEvictions = prometheus.NewDesc("gatehouse_mcp_list_cache_evictions_total",
+		"Entries dropped from the MCP face's list cache: past its bounds, expired, or invalidated by a catalog change.", nil, nil)
+	descListCacheEntries = prometheus.NewDesc("gatehouse_mcp_list_cache_entries",
+		"Narrowed lists the MCP face's list cache holds.", nil, nil)
+	descListCacheBytes = prometheus.NewDesc("gatehouse_mcp_list_cache_bytes",
+		"Size of the lists the MCP face's list cache holds, as JSON.", nil, nil)
 )
 
 // gaugeCollector exports Gauges at scrape time.
@@ -76,7 +96,8 @@ type gaugeCollector struct{ m *Metrics }
 
 // Describe implements prometheus.Collector.
 func (gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descBreaker, descMCPServers, descQueueDepth, descAdmissionLimit, descApprovals, descTargetUp, descToolsWithheld, descAgents, descAgentOutstanding} {
+	for _, d := range []*prometheus.Desc{descBreaker, descMCPServers, descQueueDepth, descAdmissionLimit, descApprovals, descTargetUp, descToolsWithheld, descAgents, descAgentOutstanding,
+		descListCacheHits, descListCacheMisses, descListCacheEvictions, descListCacheEntries, descListCacheBytes} {
 		ch <- d
 	}
 }
@@ -99,6 +120,13 @@ func (c gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	labelled(descTargetUp, g.TargetUp)
 	labelled(descToolsWithheld, g.ToolsWithheld)
 	labelled(descAgentOutstanding, g.AgentOutstanding)
+	if lc := g.MCPListCache; lc != nil {
+		ch <- prometheus.MustNewConstMetric(descListCacheHits, prometheus.CounterValue, float64(lc.Hits))
+		ch <- prometheus.MustNewConstMetric(descListCacheMisses, prometheus.CounterValue, float64(lc.Misses))
+		ch <- prometheus.MustNewConstMetric(descListCacheEvictions, prometheus.CounterValue, float64(lc.Evictions))
+		ch <- prometheus.MustNewConstMetric(descListCacheEntries, prometheus.GaugeValue, float64(lc.Entries))
+		ch <- prometheus.MustNewConstMetric(descListCacheBytes, prometheus.GaugeValue, float64(lc.Bytes))
+	}
 	if g.AgentsConnected >= 0 {
 		ch <- prometheus.MustNewConstMetric(descAgents, prometheus.GaugeValue, float64(g.AgentsConnected))
 	}

@@ -299,6 +299,9 @@ func (c *Config) validate(doc *loader.Document) (compiled, loader.ErrorList) {
 		if err := f.ValidateToolsChangedDelay(); err != nil {
 			bad("mcp_face.tools_changed_delay", "%v", err)
 		}
+		if err := f.ListCache.Validate(); err != nil {
+			bad("mcp_face.list_cache", "%v", err)
+		}
 	}
 	if sc := c.Session; sc != nil {
 		if err := sc.Validate(); err != nil {

@@ -48,6 +48,11 @@ func (s *Server) gauges() observability.Gauges {
 	if rt.cfg.Policy != nil {
 		g.ApprovalsPending = s.approvalsPending(rt)
 	}
+	if s.mcp != nil {
+		if st, on := s.mcp.ListCacheStats(); on {
+			g.MCPListCache = &observability.CacheCounters{Hits: st.Hits, Misses: st.Misses, Evictions: st.Evictions, Entries: st.Entries, Bytes: st.Bytes}
+		}
+	}
 	if mt := rt.table.MCP(); mt != nil {
 		g.MCPServers = mt.Connected()
 		g.ToolsWithheld = mt.WithheldByUpstream()

@@ -61,6 +61,7 @@ func newVisibility(pol runtimePolicy, table *routing.Table) *capability.Visibili
 		p.Decide = func(pr gateway.Principal, zone gateway.TrustZone, proto gateway.Protocol, call *gateway.Call) bool {
 			return e.Filter(pr, zone, proto, []policy.Subject{e.Subject(call)})[0]
 		}
+		p.DecideKey = e.FilterKey // what Filter reads of the principal: the MCP face's list cache keys on it
 	}
 	return capability.NewVisibility(p)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
@@ -79,6 +80,25 @@ func (e *Engine) Filter(p gateway.Principal, zone gateway.TrustZone, proto gatew
 		}
 	}
 	return out
+}
+
+// FilterKey names what Filter reads of a caller's principal: the set of its scopes (the
+// order and repetitions of Principal.Scopes do not change an answer). Two principals with
+// the same FilterKey get the same answers from Filter for every subject, zone and
+// protocol, which is what lets a listing narrowed by Filter be shared between them (the
+// MCP face's list cache). Filter must read nothing else of the principal — its subject,
+// tier, claims — without FilterKey naming it too.
+func (e *Engine) FilterKey(p gateway.Principal) string {
+	scopes := slices.Clone(p.Scopes)
+	slices.Sort(scopes)
+	scopes = slices.Compact(scopes)
+	var b strings.Builder
+	for _, s := range scopes {
+		b.WriteString(strconv.Itoa(len(s)))
+		b.WriteByte(':')
+		b.WriteString(s)
+	}
+	return b.String()
 }
 
 // reachKind is the kind of target a call reaches for the zone check: a call the

@@ -342,3 +342,51 @@ func BenchmarkDecide(b *testing.B) {
 		}
 	}
 }
+
+// TestFilterKey: principals with the same FilterKey get the same answers from Filter for
+// every subject, zone and protocol (the MCP face shares its narrowed lists between them);
+// principals whose scopes differ as sets have different keys.
+func TestFilterKey(t *testing.T) {
+	e := engine(t, policy.Config{Rules: testRules})
+	subjects := []policy.Subject{
+		{Method: "demo.add", Kind: policy.KindBuiltin},
+		{Method: "demo.echo", Kind: policy.KindBuiltin},
+		{Method: "mcp.files__read", Kind: policy.KindMCP, MCPServer: "files", MCPTool: "read"},
+		{Method: "report", Capability: "report.weekly", Kind: policy.KindMCP},
+	}
+	tests := []struct {
+		name string
+		a, b gateway.Principal
+		same bool
+	}{
+		{"same scopes, other subjects", gateway.Principal{Subject: "alice", Scopes: []string{"demo"}},
+			gateway.Principal{Subject: "bob", Scopes: []string{"demo"}}, true},
+		{"scope order and repeats", gateway.Principal{Scopes: []string{"files:read", "demo", "demo"}},
+			gateway.Principal{Scopes: []string{"demo", "files:read"}}, true},
+		{"tier, claims and anonymity are not read", gateway.Principal{Tier: "gold", Claims: map[string]any{"x": 1}},
+			gateway.Principal{Anonymous: true}, true},
+		{"a scope more", gateway.Principal{Scopes: []string{"demo"}},
+			gateway.Principal{Scopes: []string{"demo", "files:read"}}, false},
+		{"other scopes", gateway.Principal{Scopes: []string{"demo"}}, gateway.Principal{Scopes: []string{"reports"}}, false},
+		{"no scope and an empty one", gateway.Principal{}, gateway.Principal{Scopes: []string{""}}, false},
+		{"concatenations do not collide", gateway.Principal{Scopes: []string{"ab", "c"}},
+			gateway.Principal{Scopes: []string{"a", "bc"}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if same := e.FilterKey(tt.a) == e.FilterKey(tt.b); same != tt.same {
+				t.Fatalf("keys %q and %q: same %v, want %v", e.FilterKey(tt.a), e.FilterKey(tt.b), same, tt.same)
+			}
+			if !tt.same {
+				return
+			}
+			for _, zone := range []gateway.TrustZone{gateway.ZoneExternal, gateway.ZoneInternal} {
+				for _, proto := range []gateway.Protocol{gateway.ProtocolHTTP, gateway.ProtocolMCP} {
+					if a, b := e.Filter(tt.a, zone, proto, subjects), e.Filter(tt.b, zone, proto, subjects); !slices.Equal(a, b) {
+						t.Errorf("%v %v: Filter %v and %v for principals of one key", zone, proto, a, b)
+					}
+				}
+			}
+		})
+	}
+}

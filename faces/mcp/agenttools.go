@@ -53,6 +53,7 @@ func (f *Face) setTools() {
 	}
 	f.agentNames.Store(&agentNames)
 	f.srv.SetTools(tools...)
+	f.lists.invalidate() // the tools changed: a new catalog version
 }
 
 // refreshAgentTools republishes the tools when the operators the agents offer changed

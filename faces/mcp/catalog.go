@@ -28,6 +28,7 @@ func (f *Face) Sync() {
 		f.setTools()
 	}
 	f.toolsMu.Unlock()
+	f.lists.invalidate() // a reload: its policy and routes may narrow the lists differently
 	if target == f.bound {
 		return
 	}
@@ -102,6 +103,7 @@ func (f *Face) publish(target *mcpbackend.Target) {
 	f.srv.SetResources(resources...)
 	f.srv.SetPrompts(prompts...)
 	f.srv.AddResourceTemplates(templates...)
+	f.lists.invalidate() // a new catalog version: after it is in place, so no list of the old one is stored under it
 }
 
 // toolOf rebuilds a tool from its upstream definition, keeping both schemas as raw JSON so

@@ -30,6 +30,25 @@ type Config struct {
 	// that a burst of changes makes one notification (default 250ms; 0 or absent: the
 	// default; negative: refused by ValidateToolsChangedDelay).
 	ToolsChangedDelay time.Duration `yaml:"tools_changed_delay" json:"tools_changed_delay,omitempty"`
+	// ListCache bounds the cache of the lists the face narrows per caller (tools/list,
+	// resources/list, resources/templates/list, prompts/list); absent, the defaults.
+	ListCache ListCacheConfig `yaml:"list_cache" json:"list_cache,omitzero"`
+}
+
+// ListCacheConfig is mcp_face.list_cache: the in-process cache of the lists the face
+// narrows per caller, keyed by the caller's view, the catalog version and the page.
+type ListCacheConfig struct {
+	// Enabled turns the cache on (default true).
+	Enabled *bool `yaml:"enabled" json:"enabled,omitempty"`
+	// MaxEntries is how many narrowed lists the cache holds at most (default
+	// DefaultListCacheEntries; 0 or absent: the default).
+	MaxEntries int `yaml:"max_entries" json:"max_entries,omitempty"`
+	// MaxBytes bounds the size of the lists held, as JSON (default DefaultListCacheBytes; 0
+	// or absent: the default). A list larger than it is not cached.
+	MaxBytes int `yaml:"max_bytes" json:"max_bytes,omitempty"`
+	// MaxAge is how long a narrowed list is served at most (default DefaultListCacheMaxAge;
+	// 0 or absent: the default). It is also the ttlMs of 2026-07-28 list results.
+	MaxAge time.Duration `yaml:"max_age" json:"max_age,omitempty"`
 }
 
 const (
@@ -39,7 +58,53 @@ const (
 	DefaultSessionTTL = 24 * time.Hour
 	// DefaultToolsChangedDelay is mcp_face.tools_changed_delay's default.
 	DefaultToolsChangedDelay = 250 * time.Millisecond
+	// DefaultListCacheEntries is mcp_face.list_cache.max_entries' default.
+	DefaultListCacheEntries = 4096
+	// DefaultListCacheBytes is mcp_face.list_cache.max_bytes' default (32 MiB).
+	DefaultListCacheBytes = 32 << 20
+	// DefaultListCacheMaxAge is mcp_face.list_cache.max_age's default.
+	DefaultListCacheMaxAge = 30 * time.Second
 )
+
+// on reports whether the list cache is on.
+func (c ListCacheConfig) on() bool { return c.Enabled == nil || *c.Enabled }
+
+// maxEntries is MaxEntries with its default.
+func (c ListCacheConfig) maxEntries() int {
+	if c.MaxEntries <= 0 {
+		return DefaultListCacheEntries
+	}
+	return c.MaxEntries
+}
+
+// maxBytes is MaxBytes with its default.
+func (c ListCacheConfig) maxBytes() int {
+	if c.MaxBytes <= 0 {
+		return DefaultListCacheBytes
+	}
+	return c.MaxBytes
+}
+
+// maxAge is MaxAge with its default.
+func (c ListCacheConfig) maxAge() time.Duration {
+	if c.MaxAge <= 0 {
+		return DefaultListCacheMaxAge
+	}
+	return c.MaxAge
+}
+
+// Validate refuses negative bounds (0 or absent: the defaults).
+func (c ListCacheConfig) Validate() error {
+	switch {
+	case c.MaxEntries < 0:
+		return fmt.Errorf("max_entries must not be negative (got %d; 0 or absent: the default, %d)", c.MaxEntries, DefaultListCacheEntries)
+	case c.MaxBytes < 0:
+		return fmt.Errorf("max_bytes must not be negative (got %d; 0 or absent: the default, %d)", c.MaxBytes, DefaultListCacheBytes)
+	case c.MaxAge < 0:
+		return fmt.Errorf("max_age must not be negative (got %v; 0 or absent: the default, %v)", c.MaxAge, DefaultListCacheMaxAge)
+	}
+	return nil
+}
 
 // toolsChangedDelay is ToolsChangedDelay with its default.
 func (c Config) toolsChangedDelay() time.Duration {

@@ -36,7 +36,8 @@ type Face struct {
 	sessions  *mcpSessions                    // nil when serving stdio
 	localOnly bool
 
-	fast fastPath // the tools/call fast path (fastcall.go)
+	fast  fastPath   // the tools/call fast path (fastcall.go)
+	lists *listCache // the narrowed lists (listcache.go); nil when mcp_face.list_cache is off
 
 	mu          sync.Mutex
 	bound       *mcpbackend.Target
@@ -78,10 +79,19 @@ type Options struct {
 // Call Sync to publish the current configuration's catalog.
 func New(gw Gateway, o Options) *Face {
 	cfg := o.Config
-	f := &Face{gw: gw, log: o.Log, subs: newSubscriptions(), localOnly: cfg.localOnly(), changeDelay: cfg.toolsChangedDelay()}
+	f := &Face{gw: gw, log: o.Log, subs: newSubscriptions(), localOnly: cfg.localOnly(), changeDelay: cfg.toolsChangedDelay(),
+		lists: newListCache(cfg.ListCache, o.Now)}
 	hooks := f.hooks()
 	hooks.AddAfterListTools(f.visibleTools) // tools/list shows the caller what the policy lets it reach
-	hooks.AddBeforeListTools(func(context.Context, any, *mcp.ListToolsRequest) { f.refreshAgentTools() })
+	hooks.AddBeforeListTools(func(ctx context.Context, _ any, req *mcp.ListToolsRequest) {
+		f.refreshAgentTools()
+		f.markListVersion(ctx, req) // after the refresh: the version of the tools mcp-go lists
+	})
+	hooks.AddBeforeListResources(func(ctx context.Context, _ any, req *mcp.ListResourcesRequest) { f.markListVersion(ctx, req) })
+	hooks.AddBeforeListResourceTemplates(func(ctx context.Context, _ any, req *mcp.ListResourceTemplatesRequest) {
+		f.markListVersion(ctx, req)
+	})
+	hooks.AddBeforeListPrompts(func(ctx context.Context, _ any, req *mcp.ListPromptsRequest) { f.markListVersion(ctx, req) })
 	hooks.AddBeforeCallTool(func(context.Context, any, *mcp.CallToolRequest) { f.refreshAgentTools() })
 	hooks.AddAfterListResources(f.visibleResources) // and so do the other lists (lists.go)
 	hooks.AddAfterListResourceTemplates(f.visibleTemplates)

@@ -20,38 +20,37 @@ import (
 // the result is written): it keeps the tools the caller of ctx may see, each run as the
 // method namespace+name over MCP. Only the listing is filtered — unlike mcp-go's
 // WithToolFilter, which would also answer a hidden tool's tools/call with "tool not
-// found": tools/call still reaches the policy stage, which decides and says why.
-func (f *Face) visibleTools(ctx context.Context, _ any, _ *mcp.ListToolsRequest, result *mcp.ListToolsResult) {
+// found": tools/call still reaches the policy stage, which decides and says why. The
+// narrowed list is kept for callers of the same view (listcache.go).
+func (f *Face) visibleTools(ctx context.Context, _ any, req *mcp.ListToolsRequest, result *mcp.ListToolsResult) {
 	if result == nil {
 		return
 	}
-	f.filterFor(ctx, func(c faceCaller) {
-		result.Tools = keep(result.Tools, func(t mcp.Tool) bool { return c.showsTool(t.Name) })
-	})
+	narrow(f, ctx, string(mcp.MethodToolsList), req, req.Params.Cursor, &result.Tools, &result.NextCursor, &result.CacheableResult,
+		func(c faceCaller, t mcp.Tool) bool { return c.showsTool(t.Name) })
 }
 
 // visibleResources is the face's resources/list filter: it keeps the resources the caller
 // of ctx may read (mcp_resource rules), as visibleTools does for tools.
-func (f *Face) visibleResources(ctx context.Context, _ any, _ *mcp.ListResourcesRequest, result *mcp.ListResourcesResult) {
+func (f *Face) visibleResources(ctx context.Context, _ any, req *mcp.ListResourcesRequest, result *mcp.ListResourcesResult) {
 	if result == nil {
 		return
 	}
-	f.filterFor(ctx, func(c faceCaller) {
-		result.Resources = keep(result.Resources, func(r mcp.Resource) bool {
+	narrow(f, ctx, string(mcp.MethodResourcesList), req, req.Params.Cursor, &result.Resources, &result.NextCursor, &result.CacheableResult,
+		func(c faceCaller, r mcp.Resource) bool {
 			return c.showsRead(mcpbackend.MethodResourcesRead, readParams{URI: r.URI})
 		})
-	})
 }
 
 // visibleTemplates is the face's resources/templates/list filter: it keeps the templates
 // whose arguments the caller may complete (mcp_resource rules on the URI template), which
 // are those a rule lets it read as their URI template.
-func (f *Face) visibleTemplates(ctx context.Context, _ any, _ *mcp.ListResourceTemplatesRequest, result *mcp.ListResourceTemplatesResult) {
+func (f *Face) visibleTemplates(ctx context.Context, _ any, req *mcp.ListResourceTemplatesRequest, result *mcp.ListResourceTemplatesResult) {
 	if result == nil {
 		return
 	}
-	f.filterFor(ctx, func(c faceCaller) {
-		result.ResourceTemplates = keep(result.ResourceTemplates, func(t mcp.ResourceTemplate) bool {
+	narrow(f, ctx, string(mcp.MethodResourcesTemplatesList), req, req.Params.Cursor, &result.ResourceTemplates, &result.NextCursor, &result.CacheableResult,
+		func(c faceCaller, t mcp.ResourceTemplate) bool {
 			var uri string
 			if t.URITemplate != nil {
 				uri = t.URITemplate.Raw()
@@ -59,20 +58,18 @@ func (f *Face) visibleTemplates(ctx context.Context, _ any, _ *mcp.ListResourceT
 			ref := mcp.CompleteParams{Ref: mcp.ResourceReference{Type: "ref/resource", URI: uri}}
 			return c.showsRead(mcpbackend.MethodCompletionComplete, ref)
 		})
-	})
 }
 
 // visiblePrompts is the face's prompts/list filter: it keeps the prompts the caller of ctx
 // may get (mcp_prompt rules).
-func (f *Face) visiblePrompts(ctx context.Context, _ any, _ *mcp.ListPromptsRequest, result *mcp.ListPromptsResult) {
+func (f *Face) visiblePrompts(ctx context.Context, _ any, req *mcp.ListPromptsRequest, result *mcp.ListPromptsResult) {
 	if result == nil {
 		return
 	}
-	f.filterFor(ctx, func(c faceCaller) {
-		result.Prompts = keep(result.Prompts, func(p mcp.Prompt) bool {
+	narrow(f, ctx, string(mcp.MethodPromptsList), req, req.Params.Cursor, &result.Prompts, &result.NextCursor, &result.CacheableResult,
+		func(c faceCaller, p mcp.Prompt) bool {
 			return c.showsRead(mcpbackend.MethodPromptsGet, getParams{Name: p.Name})
 		})
-	})
 }
 
 // faceCaller is the caller of a face request as the list filters see it.
@@ -83,24 +80,6 @@ type faceCaller struct {
 	namespace string // the bridge's method namespace
 	// isAgentTool reports whether a tool is an agent operator's (its method is its name).
 	isAgentTool func(name string) bool
-}
-
-// filterFor calls filter with the caller of ctx, unless nothing is hidden (no policy
-// section, no bridge).
-func (f *Face) filterFor(ctx context.Context, filter func(c faceCaller)) {
-	target := f.target()
-	rt := f.gw.Acquire()
-	defer rt.Release()
-	v := rt.Visibility()
-	if !v.Filters() || (target == nil && f.agentNames.Load() == nil) {
-		return
-	}
-	principal, _ := ctx.Value(principalKey{}).(gateway.Principal)
-	c := faceCaller{v: v, principal: principal, zone: callerZone(ctx), isAgentTool: f.isAgentTool}
-	if target != nil {
-		c.namespace = target.Namespace()
-	}
-	filter(c)
 }
 
 // showsTool reports whether the caller would see a call of the tool: a bridged tool's

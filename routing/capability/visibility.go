@@ -17,6 +17,7 @@ import (
 // refuses it with its own error.
 type Visibility struct {
 	decide  func(gateway.Principal, gateway.TrustZone, gateway.Protocol, *gateway.Call) bool
+	viewKey func(gateway.Principal) string
 	routes  Router
 	hideAll bool
 }
@@ -34,6 +35,11 @@ type VisibilityParams struct {
 	// that a listing and the decision on a call agree. Nil when the configuration has no
 	// policy: then everything is shown.
 	Decide func(p gateway.Principal, zone gateway.TrustZone, proto gateway.Protocol, call *gateway.Call) bool
+	// DecideKey names what Decide reads of the principal (it reads the zone and protocol
+	// too, which ViewKey adds): equal for two principals exactly when Decide answers them the
+	// same for every call, zone and protocol. Nil: ViewKey cannot say, and a per-caller
+	// cache of listings (the MCP face's) is not used.
+	DecideKey func(p gateway.Principal) string
 	// Routes finds the target of an entry's method; a method it does not route is hidden.
 	Routes Router
 	// HideAll hides everything: set when the policy does not compile, since the policy
@@ -43,7 +49,23 @@ type VisibilityParams struct {
 
 // NewVisibility returns the Visibility of p.
 func NewVisibility(p VisibilityParams) *Visibility {
-	return &Visibility{decide: p.Decide, routes: p.Routes, hideAll: p.HideAll}
+	return &Visibility{decide: p.Decide, viewKey: p.DecideKey, routes: p.Routes, hideAll: p.HideAll}
+}
+
+// ViewKey returns a key that is equal for two callers (principal, zone, protocol) when
+// ShowsCall answers them the same for every call — their view of the catalogs, as a cache
+// of listings keys them; false when it cannot say (Decide without DecideKey). Without a
+// policy, or with one that hides everything, every caller has the same view.
+func (v *Visibility) ViewKey(p gateway.Principal, zone gateway.TrustZone, proto gateway.Protocol) (string, bool) {
+	switch {
+	case v.hideAll:
+		return "none", true
+	case v.decide == nil:
+		return "all", true
+	case v.viewKey == nil:
+		return "", false
+	}
+	return zone.String() + "\x00" + proto.String() + "\x00" + v.viewKey(p), true
 }
 
 // Filters reports whether the visibility hides anything from anyone: false without a

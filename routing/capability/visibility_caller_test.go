@@ -2,6 +2,7 @@ package capability_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
@@ -100,5 +101,52 @@ func TestVisibilityShowsCallSetsTarget(t *testing.T) {
 	}
 	if call.Target != namedTarget("math") || seen != namedTarget("math") {
 		t.Fatalf("target %v, decided on %v; want math", call.Target, seen)
+	}
+}
+
+// TestViewKey: two callers share a view key only when the zone, the protocol and what
+// Decide reads of the principal (DecideKey) agree; without a policy, or with one hiding
+// everything, every caller has one view; a Decide without DecideKey cannot be keyed.
+func TestViewKey(t *testing.T) {
+	scopes := func(p gateway.Principal) string { return fmt.Sprint(p.Scopes) }
+	decide := func(gateway.Principal, gateway.TrustZone, gateway.Protocol, *gateway.Call) bool { return true }
+	keyed := capability.NewVisibility(capability.VisibilityParams{Routes: routes{}, Decide: decide, DecideKey: scopes})
+	admin, other := gateway.Principal{Subject: "a", Scopes: []string{"admin"}}, gateway.Principal{Subject: "b", Scopes: []string{"other"}}
+	adminToo := gateway.Principal{Subject: "c", Scopes: []string{"admin"}}
+	type caller struct {
+		p     gateway.Principal
+		zone  gateway.TrustZone
+		proto gateway.Protocol
+	}
+	tests := []struct {
+		name string
+		v    *capability.Visibility
+		a, b caller
+		same bool
+	}{
+		{"same scopes, zone and protocol", keyed, caller{admin, gateway.ZoneExternal, gateway.ProtocolMCP}, caller{adminToo, gateway.ZoneExternal, gateway.ProtocolMCP}, true},
+		{"other scopes", keyed, caller{admin, gateway.ZoneExternal, gateway.ProtocolMCP}, caller{other, gateway.ZoneExternal, gateway.ProtocolMCP}, false},
+		{"other zone", keyed, caller{admin, gateway.ZoneExternal, gateway.ProtocolMCP}, caller{admin, gateway.ZoneInternal, gateway.ProtocolMCP}, false},
+		{"other protocol", keyed, caller{admin, gateway.ZoneExternal, gateway.ProtocolMCP}, caller{admin, gateway.ZoneExternal, gateway.ProtocolHTTP}, false},
+		{"no policy", capability.NewVisibility(capability.VisibilityParams{Routes: routes{}}),
+			caller{admin, gateway.ZoneExternal, gateway.ProtocolMCP}, caller{other, gateway.ZoneInternal, gateway.ProtocolHTTP}, true},
+		{"hide all", capability.NewVisibility(capability.VisibilityParams{Routes: routes{}, Decide: decide, HideAll: true}),
+			caller{admin, gateway.ZoneExternal, gateway.ProtocolMCP}, caller{other, gateway.ZoneInternal, gateway.ProtocolHTTP}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ka, oka := tt.v.ViewKey(tt.a.p, tt.a.zone, tt.a.proto)
+			kb, okb := tt.v.ViewKey(tt.b.p, tt.b.zone, tt.b.proto)
+			if !oka || !okb {
+				t.Fatal("no view key")
+			}
+			if (ka == kb) != tt.same {
+				t.Fatalf("keys %q and %q: same %v, want %v", ka, kb, ka == kb, tt.same)
+			}
+		})
+	}
+	unkeyed := capability.NewVisibility(capability.VisibilityParams{Routes: routes{}, Decide: decide})
+	if k, ok := unkeyed.ViewKey(admin, gateway.ZoneExternal, gateway.ProtocolMCP); ok {
+		t.Fatalf("a Decide without DecideKey gave the view key %q", k)
 	}
 }
