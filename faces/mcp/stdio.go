@@ -1,6 +1,7 @@
 package mcpface
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -27,6 +28,9 @@ type Stdio struct {
 	Grace time.Duration
 	// MaxLineBytes is the longest message whose id is followed (jsonrpc.max_body_bytes).
 	MaxLineBytes int64
+	// MaxInFlight bounds the routed lines served at once (mcp_face.stdio_max_in_flight);
+	// 0: DefaultStdioMaxInFlight.
+	MaxInFlight int
 }
 
 // ServeStdio serves the face's MCP server to st's client, in the local zone, until its
@@ -39,6 +43,7 @@ func (f *Face) ServeStdio(ctx context.Context, st Stdio) error {
 	rpcCtx, cancelRPC := context.WithCancel(context.WithoutCancel(ctx))
 	defer func() { cancelRPC(); pipe.close() }() // routed calls end with the serving
 	pipe.route = routedLine
+	pipe.slots = make(chan struct{}, cmp.Or(st.MaxInFlight, DefaultStdioMaxInFlight))
 	pipe.serve = func(line []byte) { f.serveStdioLine(rpcCtx, st.Principal, line, pipe.writeLine) }
 	pipe.big = func() { f.refuseStdioLine(st.MaxLineBytes, pipe.writeLine) }
 	stdio := mcpserver.NewStdioServer(f.srv)

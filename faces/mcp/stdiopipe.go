@@ -45,6 +45,7 @@ type stdioPipe struct {
 	serving int                 // routed lines being served
 	drained chan struct{}       // signalled when pending becomes empty or a routed line is served
 	running sync.WaitGroup      // the goroutines serving routed lines
+	slots   chan struct{}       // one per routed line being served: a full channel holds the reader back
 }
 
 // lineMode is what becomes of the line being read.
@@ -134,7 +135,15 @@ func (p *stdioPipe) line(line []byte) {
 	p.serving++
 	p.mu.Unlock()
 	line = bytes.Clone(line)
+	if p.slots != nil {
+		p.slots <- struct{}{} // at most cap(slots) at once: the reading of stdin waits for a slot
+	}
 	p.running.Go(func() {
+		defer func() {
+			if p.slots != nil {
+				<-p.slots
+			}
+		}()
 		defer p.served()
 		p.serve(line)
 	})
