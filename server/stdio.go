@@ -63,7 +63,7 @@ func ServeStdio(ctx context.Context, cfg *Config, opts Options, in io.Reader, ou
 
 	s.log.Info("serving MCP over stdio", "demo_grpc", addrString(s.DemoGRPCAddr()))
 	err = s.mcp.ServeStdio(ctx, mcpface.Stdio{In: in, Out: out, Principal: principal,
-		Grace: cfg.Server.ShutdownGrace, MaxLineBytes: cfg.JSONRPC.MaxBodyBytes})
+		Grace: cfg.Server.ShutdownGrace, MaxLineBytes: cfg.JSONRPC.MaxBodyBytes, MaxInFlight: faceCfg.StdioInFlight()})
 	grace, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownGrace)
 	defer cancel()
 	return errors.Join(err, s.mcp.Shutdown(grace))

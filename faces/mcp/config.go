@@ -30,6 +30,10 @@ type Config struct {
 	// that a burst of changes makes one notification (default 250ms; 0 or absent: the
 	// default; negative: refused by ValidateToolsChangedDelay).
 	ToolsChangedDelay time.Duration `yaml:"tools_changed_delay" json:"tools_changed_delay,omitempty"`
+	// StdioMaxInFlight bounds the gateway's own calls (NEKTE and other routed methods)
+	// running at once on `gatehouse stdio`; a further line waits, and the reading of stdin
+	// with it, until one ends (default DefaultStdioMaxInFlight).
+	StdioMaxInFlight int `yaml:"stdio_max_in_flight" json:"stdio_max_in_flight,omitempty"`
 	// ListCache bounds the cache of the lists the face narrows per caller (tools/list,
 	// resources/list, resources/templates/list, prompts/list); absent, the defaults.
 	ListCache ListCacheConfig `yaml:"list_cache" json:"list_cache,omitzero"`
@@ -56,6 +60,8 @@ const (
 	MinSessionKeyBytes = 32
 	// DefaultSessionTTL is how long an MCP session lives after its initialize.
 	DefaultSessionTTL = 24 * time.Hour
+	// DefaultStdioMaxInFlight is mcp_face.stdio_max_in_flight's default.
+	DefaultStdioMaxInFlight = 64
 	// DefaultToolsChangedDelay is mcp_face.tools_changed_delay's default.
 	DefaultToolsChangedDelay = 250 * time.Millisecond
 	// DefaultListCacheEntries is mcp_face.list_cache.max_entries' default.
@@ -122,6 +128,14 @@ func (c Config) ValidateSessionKey() error {
 			len(c.SessionKey), MinSessionKeyBytes)
 	}
 	return nil
+}
+
+// StdioInFlight is StdioMaxInFlight with its default.
+func (c Config) StdioInFlight() int {
+	if c.StdioMaxInFlight <= 0 {
+		return DefaultStdioMaxInFlight
+	}
+	return c.StdioMaxInFlight
 }
 
 // ValidateToolsChangedDelay refuses a negative tools_changed_delay (0 or absent is the

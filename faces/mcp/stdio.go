@@ -1,6 +1,7 @@
 package mcpface
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -27,13 +28,24 @@ type Stdio struct {
 	Grace time.Duration
 	// MaxLineBytes is the longest message whose id is followed (jsonrpc.max_body_bytes).
 	MaxLineBytes int64
+	// MaxInFlight bounds the routed lines served at once (mcp_face.stdio_max_in_flight);
+	// 0: DefaultStdioMaxInFlight.
+	MaxInFlight int
 }
 
 // ServeStdio serves the face's MCP server to st's client, in the local zone, until its
-// input ends or ctx is done (both a normal end). mcp-go keeps one stdio session per
+// input ends or ctx is done (both a normal end). Lines that are not MCP (routedLine) — the
+// gateway's own methods, such as NEKTE's — go through the gateway's JSON-RPC pipeline
+// instead, as calls of st.Principal from the local zone (serveStdioLine). mcp-go keeps one stdio session per
 // process, so at most one ServeStdio may run at a time.
 func (f *Face) ServeStdio(ctx context.Context, st Stdio) error {
 	pipe := newStdioPipe(ctx, st.In, st.Out, st.Grace, st.MaxLineBytes)
+	rpcCtx, cancelRPC := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() { cancelRPC(); pipe.close() }() // routed calls end with the serving
+	pipe.route = routedLine
+	pipe.slots = make(chan struct{}, cmp.Or(st.MaxInFlight, DefaultStdioMaxInFlight))
+	pipe.serve = func(line []byte) { f.serveStdioLine(rpcCtx, st.Principal, line, pipe.writeLine) }
+	pipe.big = func() { f.refuseStdioLine(st.MaxLineBytes, pipe.writeLine) }
 	stdio := mcpserver.NewStdioServer(f.srv)
 	stdio.SetErrorLogger(slog.NewLogLogger(f.log.Handler(), slog.LevelError))
 	stdio.SetContextFunc(func(ctx context.Context) context.Context {

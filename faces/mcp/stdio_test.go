@@ -43,3 +43,32 @@ func TestLineSplitter(t *testing.T) {
 		})
 	}
 }
+
+// TestRoutedLine: MCP messages, responses and blank lines go to mcp-go; the gateway's own
+// methods, batches of them and lines that are not JSON go to the pipeline.
+func TestRoutedLine(t *testing.T) {
+	for _, c := range []struct {
+		line   string
+		routed bool
+	}{
+		{`{"jsonrpc":"2.0","method":"initialize","id":1}`, false},
+		{`{"jsonrpc":"2.0","method":"tools/call","id":1}`, false},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, false},
+		{`{"jsonrpc":"2.0","method":"server/discover","id":1}`, false},
+		{`{"jsonrpc":"2.0","result":{},"id":1}`, false},
+		{`  `, false},
+		{`[{"jsonrpc":"2.0","method":"nekte.invoke","id":1},{"jsonrpc":"2.0","method":"ping","id":2}]`, false},
+		{`{"jsonrpc":"2.0","method":"nekte.invoke","id":1}`, true},
+		{`{"jsonrpc":"2.0","method":"nekte.task.cancel","id":1}`, true},
+		{`[{"jsonrpc":"2.0","method":"nekte.invoke","id":1},{"jsonrpc":"2.0","method":"calc.add","id":2}]`, true},
+		{`{"jsonrpc":"2.0","method":`, true},
+		{`hello`, true},
+	} {
+		if got := routedLine([]byte(c.line)); got != c.routed {
+			t.Errorf("%s: routed %v, want %v", c.line, got, c.routed)
+		}
+		if p := []byte(c.line); len(p) > 20 && p[0] == '{' && routedPrefix(p[:len(p)-1], routedLine) != c.routed && c.line[len(c.line)-1] == '}' {
+			t.Errorf("%s cut short: routed %v, want %v", c.line, !c.routed, c.routed)
+		}
+	}
+}
