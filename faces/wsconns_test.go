@@ -2,6 +2,7 @@ package faces_test
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ func TestOriginChecker(t *testing.T) {
 		{"http://evil.example", []string{"*"}, true},                 // any
 		{"::bad", nil, false},                                        // unparsable
 	} {
-		r := httptest.NewRequest("GET", "http://gw.example/ws", nil)
+		r := httptest.NewRequest(http.MethodGet, "http://gw.example/ws", nil)
 		if tc.origin != "" {
 			r.Header.Set("Origin", tc.origin)
 		}
