@@ -116,18 +116,5 @@ func (f *Face) Drain(ctx context.Context) error {
 	for _, s := range sessions {
 		s.dropQueued(errShutdown)
 	}
-	for _, c := range conns {
-		c.beginDrain()
-	}
-	for _, c := range conns {
-		select {
-		case <-c.done:
-		case <-ctx.Done():
-			for _, c := range conns {
-				c.abort()
-			}
-			return errors.New("session connections still busy at the end of the grace period")
-		}
-	}
-	return nil
+	return faces.DrainConns(ctx, conns, "session connections")
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -103,7 +101,7 @@ func (f *Face) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	up := websocket.Upgrader{
-		CheckOrigin:     originChecker(cfg.AllowedOrigins),
+		CheckOrigin:     faces.OriginChecker(cfg.AllowedOrigins),
 		ReadBufferSize:  cfg.ReadBufferBytes,
 		WriteBufferSize: cfg.WriteBufferBytes,
 		WriteBufferPool: f.writeBuffers(cfg.WriteBufferBytes),
@@ -127,17 +125,6 @@ func (f *Face) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	c.cred = live.Watch(principal, c.credentialEnded)
 	go c.serve()
-}
-
-func originChecker(allowed []string) func(*http.Request) bool {
-	return func(r *http.Request) bool {
-		origin := r.Header.Get("Origin")
-		if origin == "" || slices.Contains(allowed, "*") || slices.Contains(allowed, origin) {
-			return true
-		}
-		u, err := url.Parse(origin)
-		return err == nil && strings.EqualFold(u.Host, r.Host)
-	}
 }
 
 // wsConn is one WebSocket connection: one reader, a writer while there is something to
@@ -303,12 +290,17 @@ func envelopeError(id string, d *wire.DecodeError) []byte {
 	return wire.AppendEnvelope(nil, id, wire.TypeError, p)
 }
 
-func (c *wsConn) beginDrain() {
+// BeginDrain implements faces.DrainConn: it stops reading new messages.
+func (c *wsConn) BeginDrain() {
 	c.drainOnce.Do(func() { close(c.draining) })
 	_ = c.conn.SetReadDeadline(time.Now())
 }
 
-func (c *wsConn) abort() {
+// Done implements faces.DrainConn.
+func (c *wsConn) Done() <-chan struct{} { return c.done }
+
+// Abort implements faces.DrainConn: it fails the connection at once.
+func (c *wsConn) Abort() {
 	c.cancel(errShutdown)
 	c.closeWith(websocket.CloseGoingAway, closeReasonShutdown)
 	_ = c.conn.Close()

@@ -5,9 +5,6 @@ import (
 	"context"
 	"net/http"
 	"net/netip"
-	"net/url"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,7 +63,7 @@ func (f *Face) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	up := websocket.Upgrader{
-		CheckOrigin:       originChecker(cfg.AllowedOrigins),
+		CheckOrigin:       faces.OriginChecker(cfg.AllowedOrigins),
 		EnableCompression: false,
 		ReadBufferSize:    cfg.ReadBufferBytes,
 		WriteBufferSize:   cfg.WriteBufferBytes,
@@ -93,19 +90,6 @@ func (f *Face) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// closes when it expires or is revoked (recheck.go).
 	wc.cred = live.Watch(principal, wc.credentialEnded)
 	go wc.serve()
-}
-
-// originChecker allows requests without Origin (non-browser clients), same-host origins,
-// and the configured ones ("*" for any).
-func originChecker(allowed []string) func(*http.Request) bool {
-	return func(r *http.Request) bool {
-		origin := r.Header.Get("Origin")
-		if origin == "" || slices.Contains(allowed, "*") || slices.Contains(allowed, origin) {
-			return true
-		}
-		u, err := url.Parse(origin)
-		return err == nil && strings.EqualFold(u.Host, r.Host)
-	}
 }
 
 // wsConn is one WebSocket connection: one reader, a writer while there is something to
@@ -359,14 +343,18 @@ func (c *wsConn) closeWith(code int, text string) { c.w.Close(code, text) }
 // kick starts the writer for what was just queued.
 func (c *wsConn) kick() { c.w.Kick() }
 
-// beginDrain stops reading new messages; running requests finish and are answered.
-func (c *wsConn) beginDrain() {
+// BeginDrain implements faces.DrainConn: it stops reading new messages; running requests
+// finish and are answered.
+func (c *wsConn) BeginDrain() {
 	c.draining.Store(true)
 	_ = c.conn.SetReadDeadline(time.Now())
 }
 
-// abort fails the connection at once.
-func (c *wsConn) abort() {
+// Abort implements faces.DrainConn: it fails the connection at once.
+// Done implements faces.DrainConn.
+func (c *wsConn) Done() <-chan struct{} { return c.done }
+
+func (c *wsConn) Abort() {
 	c.cancel()
 	c.closeWith(websocket.CloseGoingAway, closeReasonShutdown)
 	_ = c.conn.Close()

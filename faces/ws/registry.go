@@ -2,8 +2,9 @@ package ws
 
 import (
 	"context"
-	"errors"
 	"sync"
+
+	"github.com/gatehouse-dev/gatehouse/faces"
 )
 
 // registry tracks open WebSocket connections so a shutdown can drain them (http.Server
@@ -42,18 +43,5 @@ func (r *registry) drain(ctx context.Context) error {
 		conns = append(conns, c)
 	}
 	r.mu.Unlock()
-	for _, c := range conns {
-		c.beginDrain()
-	}
-	for _, c := range conns {
-		select {
-		case <-c.done:
-		case <-ctx.Done():
-			for _, c := range conns {
-				c.abort()
-			}
-			return errors.New("websocket connections still busy at the end of the grace period")
-		}
-	}
-	return nil
+	return faces.DrainConns(ctx, conns, "websocket connections")
 }
