@@ -448,17 +448,8 @@ func (s *peerService) DispatchTaskStream(req *gatehousev1.DispatchTaskStreamRequ
 	k := max(1, int(req.GetRedundancy()))
 	// agents.forwarded_progress_buffer reports wait to be sent to the forwarding replica;
 	// past them a report is dropped (progress is advisory, the result is not).
-	progress := make(chan *gatehousev1.ForwardedProgress, s.hub.cfg.ForwardedProgressBuffer)
-	t.Progress = func(p gateway.Progress) {
-		fp := &gatehousev1.ForwardedProgress{Progress: p.Progress, Message: p.Message}
-		if p.Total != nil {
-			fp.Total, fp.HasTotal = *p.Total, true
-		}
-		select {
-		case progress <- fp:
-		default:
-		}
-	}
+	progress, report := progressBuffer(s.hub.cfg.ForwardedProgressBuffer)
+	t.Progress = report
 	ctx := stream.Context()
 	done := make(chan *gatehousev1.DispatchTaskResponse, 1)
 	go func() {
@@ -490,6 +481,23 @@ func (s *peerService) DispatchTaskStream(req *gatehousev1.DispatchTaskStreamRequ
 				return status.Error(codes.Internal, "the outcome could not be encoded")
 			}
 			return stream.Send(&gatehousev1.DispatchTaskStreamResponse{Event: &gatehousev1.DispatchTaskStreamResponse_Result{Result: res}})
+		}
+	}
+}
+
+// progressBuffer returns a queue of n progress reports and the function that adds one to
+// it without waiting: a report that finds the queue full is dropped (progress is
+// advisory; the result never goes through it).
+func progressBuffer(n int) (chan *gatehousev1.ForwardedProgress, func(gateway.Progress)) {
+	ch := make(chan *gatehousev1.ForwardedProgress, n)
+	return ch, func(p gateway.Progress) {
+		fp := &gatehousev1.ForwardedProgress{Progress: p.Progress, Message: p.Message}
+		if p.Total != nil {
+			fp.Total, fp.HasTotal = *p.Total, true
+		}
+		select {
+		case ch <- fp:
+		default:
 		}
 	}
 }
