@@ -43,6 +43,10 @@ type Gauges struct {
 	// (gatehouse_mcp_list_cache_{hits,misses,evictions}_total, gatehouse_mcp_list_cache_entries,
 	// gatehouse_mcp_list_cache_bytes); nil without the cache.
 	MCPListCache *CacheCounters
+	// MCPReadCache is the MCP bridge's resources/read cache counters
+	// (gatehouse_mcp_read_cache_{hits,misses,evictions}_total, gatehouse_mcp_read_cache_entries,
+	// gatehouse_mcp_read_cache_bytes); nil without the cache.
+	MCPReadCache *CacheCounters
 }
 
 // CacheCounters are a cache's counters since the process started, and what it holds now.
@@ -89,6 +93,16 @@ var (
 		"Narrowed lists the MCP face's list cache holds.", nil, nil)
 	descListCacheBytes = prometheus.NewDesc("gatehouse_mcp_list_cache_bytes",
 		"Size of the lists the MCP face's list cache holds, as JSON.", nil, nil)
+	descReadCacheHits = prometheus.NewDesc("gatehouse_mcp_read_cache_hits_total",
+		"MCP resources/read calls answered from the read cache (results upstreams marked cacheable with ttlMs).", nil, nil)
+	descReadCacheMisses = prometheus.NewDesc("gatehouse_mcp_read_cache_misses_total",
+		"MCP resources/read calls that reached their upstream (nothing live cached for the caller).", nil, nil)
+	descReadCacheEvictions = prometheus.NewDesc("gatehouse_mcp_read_cache_evictions_total",
+		"Entries dropped from the MCP read cache: past its bounds, expired, or invalidated by a catalog change or resources/updated.", nil, nil)
+	descReadCacheEntries = prometheus.NewDesc("gatehouse_mcp_read_cache_entries",
+		"resources/read results the MCP read cache holds.", nil, nil)
+	descReadCacheBytes = prometheus.NewDesc("gatehouse_mcp_read_cache_bytes",
+		"Size of the results the MCP read cache holds, as JSON.", nil, nil)
 )
 
 // gaugeCollector exports Gauges at scrape time.
@@ -97,7 +111,8 @@ type gaugeCollector struct{ m *Metrics }
 // Describe implements prometheus.Collector.
 func (gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBreaker, descMCPServers, descQueueDepth, descAdmissionLimit, descApprovals, descTargetUp, descToolsWithheld, descAgents, descAgentOutstanding,
-		descListCacheHits, descListCacheMisses, descListCacheEvictions, descListCacheEntries, descListCacheBytes} {
+		descListCacheHits, descListCacheMisses, descListCacheEvictions, descListCacheEntries, descListCacheBytes,
+		descReadCacheHits, descReadCacheMisses, descReadCacheEvictions, descReadCacheEntries, descReadCacheBytes} {
 		ch <- d
 	}
 }
@@ -120,13 +135,8 @@ func (c gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	labelled(descTargetUp, g.TargetUp)
 	labelled(descToolsWithheld, g.ToolsWithheld)
 	labelled(descAgentOutstanding, g.AgentOutstanding)
-	if lc := g.MCPListCache; lc != nil {
-		ch <- prometheus.MustNewConstMetric(descListCacheHits, prometheus.CounterValue, float64(lc.Hits))
-		ch <- prometheus.MustNewConstMetric(descListCacheMisses, prometheus.CounterValue, float64(lc.Misses))
-		ch <- prometheus.MustNewConstMetric(descListCacheEvictions, prometheus.CounterValue, float64(lc.Evictions))
-		ch <- prometheus.MustNewConstMetric(descListCacheEntries, prometheus.GaugeValue, float64(lc.Entries))
-		ch <- prometheus.MustNewConstMetric(descListCacheBytes, prometheus.GaugeValue, float64(lc.Bytes))
-	}
+	cacheCounters(ch, g.MCPListCache, descListCacheHits, descListCacheMisses, descListCacheEvictions, descListCacheEntries, descListCacheBytes)
+	cacheCounters(ch, g.MCPReadCache, descReadCacheHits, descReadCacheMisses, descReadCacheEvictions, descReadCacheEntries, descReadCacheBytes)
 	if g.AgentsConnected >= 0 {
 		ch <- prometheus.MustNewConstMetric(descAgents, prometheus.GaugeValue, float64(g.AgentsConnected))
 	}
@@ -136,4 +146,17 @@ func (c gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	if g.ApprovalsPending >= 0 {
 		ch <- prometheus.MustNewConstMetric(descApprovals, prometheus.GaugeValue, float64(g.ApprovalsPending))
 	}
+}
+
+// cacheCounters exports c, when there is one, as its hits, misses and evictions counters
+// and its entries and bytes gauges.
+func cacheCounters(ch chan<- prometheus.Metric, c *CacheCounters, hits, misses, evictions, entries, bytes *prometheus.Desc) {
+	if c == nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(hits, prometheus.CounterValue, float64(c.Hits))
+	ch <- prometheus.MustNewConstMetric(misses, prometheus.CounterValue, float64(c.Misses))
+	ch <- prometheus.MustNewConstMetric(evictions, prometheus.CounterValue, float64(c.Evictions))
+	ch <- prometheus.MustNewConstMetric(entries, prometheus.GaugeValue, float64(c.Entries))
+	ch <- prometheus.MustNewConstMetric(bytes, prometheus.GaugeValue, float64(c.Bytes))
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
@@ -52,6 +53,9 @@ type MCPConfig struct {
 	// sampling policy is "route"; ElicitationBackend the same for elicitation/create.
 	SamplingBackend    *mcpbackend.RouteConfig `yaml:"sampling_backend" json:"sampling_backend,omitempty"`
 	ElicitationBackend *mcpbackend.RouteConfig `yaml:"elicitation_backend" json:"elicitation_backend,omitempty"`
+	// ReadCache bounds the cache of resources/read results upstreams mark cacheable
+	// (ttlMs, cacheScope); on by default.
+	ReadCache mcpbackend.ReadCacheConfig `yaml:"read_cache" json:"read_cache"`
 }
 
 // DefaultMCPNamespace is the method prefix of bridged MCP tools.
@@ -152,7 +156,7 @@ func Build(cfg Config, opts BuildOptions) (tb *Table, err error) {
 		if err != nil {
 			return tb, fmt.Errorf("routing mcp: %w", err)
 		}
-		bridge, err := mcpbackend.New(m.Servers, opts.Logger, opts.Now, opts.MCP...)
+		bridge, err := mcpbackend.New(m.Servers, opts.Logger, opts.Now, append(slices.Clip(opts.MCP), mcpbackend.WithReadCache(m.ReadCache))...)
 		if err != nil {
 			return tb, fmt.Errorf("routing mcp: %w", err)
 		}
@@ -224,6 +228,9 @@ func (c Config) Validate() error {
 	}
 	if m := c.MCP; m != nil {
 		if err := mcpbackend.ValidateAll(m.Servers); err != nil {
+			return fmt.Errorf("mcp: %w", err)
+		}
+		if err := m.ReadCache.Validate(); err != nil {
 			return fmt.Errorf("mcp: %w", err)
 		}
 		if err := mcpbackend.ValidateRoutes(m.Servers, m.SamplingBackend, m.ElicitationBackend); err != nil {

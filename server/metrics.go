@@ -56,6 +56,9 @@ func (s *Server) gauges() observability.Gauges {
 	if mt := rt.table.MCP(); mt != nil {
 		g.MCPServers = mt.Connected()
 		g.ToolsWithheld = mt.WithheldByUpstream()
+		if st, on := mt.ReadCacheStats(); on {
+			g.MCPReadCache = &observability.CacheCounters{Hits: st.Hits, Misses: st.Misses, Evictions: st.Evictions, Entries: st.Entries, Bytes: st.Bytes}
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeStoreTimeout)
 	defer cancel()

@@ -96,6 +96,7 @@ func New(gw Gateway, o Options) *Face {
 	hooks.AddAfterListResources(f.visibleResources) // and so do the other lists (lists.go)
 	hooks.AddAfterListResourceTemplates(f.visibleTemplates)
 	hooks.AddAfterListPrompts(f.visiblePrompts)
+	hooks.AddAfterReadResource(f.readHints) // the upstream's cache hints (read.go)
 	f.srv = mcpserver.NewMCPServer("gatehouse", o.Version,
 		mcpserver.WithToolCapabilities(true),
 		mcpserver.WithResourceCapabilities(true, true),

@@ -71,6 +71,9 @@ func (f *Face) readResource(target *mcpbackend.Target) mcpserver.ResourceHandler
 		if err != nil {
 			return nil, gateway.Errorf(schemas.CodeInternal, "The upstream's resources/read result is malformed").Wrap(err)
 		}
+		if fr := faceRequestOf(ctx); fr != nil && mcpserver.IsModernRequest(ctx) {
+			fr.read = &res.CacheableResult // its hints, for readHints
+		}
 		return res.Contents, nil
 	}
 }
@@ -89,4 +92,35 @@ func (f *Face) getPrompt(target *mcpbackend.Target) mcpserver.PromptHandlerFunc 
 		}
 		return res, nil
 	}
+}
+
+// readHints sets ttlMs and cacheScope on the result of a 2026-07-28 resources/read (a hook
+// after it; mcp-go sets 0 and private otherwise): the upstream's ttl — what is left of it
+// when the bridge served the result from its read cache —, private unless the upstream
+// said public and the answer is the same for every caller the gateway admits (nothing is
+// hidden from anyone and the caller came without credentials), as for lists
+// (listcache.go). Without an upstream ttl the result is stale at once.
+func (f *Face) readHints(ctx context.Context, _ any, _ *mcp.ReadResourceRequest, res *mcp.ReadResourceResult) {
+	fr := faceRequestOf(ctx)
+	if fr == nil || fr.read == nil || res == nil {
+		return
+	}
+	up := fr.read
+	fr.read = nil
+	ttl, ok := up.TTL()
+	if !ok {
+		return
+	}
+	public := false
+	if up.CacheScope == mcp.CacheScopePublic {
+		principal, _ := ctx.Value(principalKey{}).(gateway.Principal)
+		rt := f.gw.Acquire()
+		public = principal.Anonymous && !rt.Visibility().Filters()
+		rt.Release()
+	}
+	scope := mcp.CacheScopePrivate
+	if public {
+		scope = mcp.CacheScopePublic
+	}
+	res.SetCacheHints(max(ttl, 0), scope)
 }

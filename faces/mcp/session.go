@@ -209,9 +209,10 @@ type faceRequest struct {
 	minted bool   // a session ID was issued for this request (an initialize)
 	// sessionChecked is set when admit checked the request's session: Validate need not.
 	sessionChecked bool
-	refusal        *mcpRefusal  // the pipeline refused the tool call this request made (refusal.go)
-	routed         routed       // what the checked routing headers say (routing.go)
-	lists          listVersions // the catalog version each list request was built from (listcache.go)
+	refusal        *mcpRefusal          // the pipeline refused the tool call this request made (refusal.go)
+	routed         routed               // what the checked routing headers say (routing.go)
+	lists          listVersions         // the catalog version each list request was built from (listcache.go)
+	read           *mcp.CacheableResult // the upstream's hints on the resources/read it answers (read.go)
 }
 
 type faceRequestKey struct{}

@@ -46,6 +46,9 @@ type Bridge struct {
 	emitMu    sync.RWMutex
 	closed    bool
 
+	readCacheCfg ReadCacheConfig
+	reads        *readCache // nil: off (readcache.go)
+
 	loaded    chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup
@@ -93,6 +96,7 @@ func New(cfgs []Config, log *slog.Logger, now func() time.Time, opts ...Option) 
 	for _, o := range opts {
 		o(b)
 	}
+	b.reads = newReadCache(b.readCacheCfg, now)
 	for _, c := range cfgs {
 		b.ups = append(b.ups, b.upstreamFor(c.withDefaults()))
 	}
@@ -196,6 +200,12 @@ func (b *Bridge) OnEvent(fn func(Event)) (remove func()) {
 }
 
 func (b *Bridge) emit(e Event) {
+	switch e.Kind { // the read cache hears of changes first (readcache.go)
+	case EventResourceUpdated:
+		b.resourceUpdated(e.Upstream, e.URI)
+	case EventCatalogChanged:
+		b.resourcesChanged(e.Delta)
+	}
 	b.emitMu.RLock()
 	defer b.emitMu.RUnlock()
 	if b.closed {
@@ -334,6 +344,27 @@ func (b *Bridge) ReadResource(ctx context.Context, uri string) (json.RawMessage,
 	if err != nil {
 		return nil, err
 	}
+	return b.readFrom(ctx, u, uri)
+}
+
+// readCached is ReadResource for caller p through the read cache (readcache.go).
+func (b *Bridge) readCached(ctx context.Context, uri string, p *gateway.Principal) (json.RawMessage, error) {
+	u, err := b.resourceUpstream(uri)
+	if err != nil {
+		return nil, err
+	}
+	if res, ok := b.reads.get(u.cfg.Name, uri, p); ok {
+		return res, nil
+	}
+	res, err := b.readFrom(ctx, u, uri)
+	if err == nil {
+		b.reads.put(u.cfg.Name, uri, p, res)
+	}
+	return res, err
+}
+
+// readFrom reads uri from upstream u.
+func (b *Bridge) readFrom(ctx context.Context, u *upstream, uri string) (json.RawMessage, error) {
 	x, err := u.do(ctx, func(ctx context.Context, s *session) error {
 		req := mcp.ReadResourceRequest{}
 		req.Params.URI = uri

@@ -49,7 +49,8 @@ func (t *Target) readOp(method string) string {
 
 // invokeRead serves a read method; errors are those of ReadResource, GetPrompt and
 // Complete, and INVALID_PARAMS for params of the wrong shape.
-func (t *Target) invokeRead(ctx context.Context, op string, params json.RawMessage) (*gateway.Result, error) {
+func (t *Target) invokeRead(ctx context.Context, op string, call *gateway.Call) (*gateway.Result, error) {
+	params := call.Params
 	var raw json.RawMessage
 	var err error
 	switch op {
@@ -60,7 +61,7 @@ func (t *Target) invokeRead(ctx context.Context, op string, params json.RawMessa
 		if json.Unmarshal(params, &p) != nil || p.URI == "" {
 			return nil, gateway.NewError(schemas.CodeInvalidParams).With("reason", "resources/read takes {uri}")
 		}
-		raw, err = t.b.ReadResource(ctx, p.URI)
+		raw, err = t.b.readCached(ctx, p.URI, &call.Principal)
 	case MethodPromptsGet:
 		var p struct {
 			Name      string          `json:"name"`

@@ -101,7 +101,7 @@ func (t *Target) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Resul
 		return nil, err
 	}
 	if op := t.readOp(call.Method); op != "" {
-		return t.invokeRead(ctx, op, call.Params)
+		return t.invokeRead(ctx, op, call)
 	}
 	name, args, mcpShaped, err := t.parse(call)
 	if err != nil {
