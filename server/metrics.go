@@ -56,6 +56,12 @@ func (s *Server) gauges() observability.Gauges {
 	if mt := rt.table.MCP(); mt != nil {
 		g.MCPServers = mt.Connected()
 		g.ToolsWithheld = mt.WithheldByUpstream()
+		g.MCPCallerSessions = mt.CallerSessions()
+		for name, p := range mt.Probes() {
+			for _, v := range p.Versions {
+				g.MCPProtocols = append(g.MCPProtocols, observability.MCPProtocol{Upstream: name, Version: v, Probe: p.Method, Negotiated: v == p.Negotiated})
+			}
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeStoreTimeout)
 	defer cancel()

@@ -612,3 +612,6 @@ func (b *Bridge) CallerSessionCount() map[string]int {
 	}
 	return out
 }
+
+// CallerSessions is Bridge.CallerSessionCount.
+func (t *Target) CallerSessions() map[string]int { return t.b.CallerSessionCount() }

@@ -90,3 +90,6 @@ func (b *Bridge) Probes() map[string]Probe {
 	}
 	return out
 }
+
+// Probes is Bridge.Probes.
+func (t *Target) Probes() map[string]Probe { return t.b.Probes() }
