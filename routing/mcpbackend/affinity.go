@@ -481,11 +481,10 @@ func (a *affinity) sweep() {
 	}
 	a.mu.Unlock()
 	for _, e := range idle {
-		s := e.s
 		if a.kv != nil && e.rec != nil && !a.expireRecord(e, now) {
-			s.keepUpstream.Store(true)
+			e.s.keepUpstream.Store(true)
 		}
-		s.close()
+		a.u.wg.Go(e.s.close)
 	}
 }
 
@@ -515,8 +514,8 @@ func (a *affinity) expireRecord(e *callerEntry, now time.Time) bool {
 	return err == nil && removed
 }
 
-// closeAll closes this process's caller sessions as the upstream stops. Recorded ones
-// stay alive upstream for the other replicas.
+// closeAll closes this process's caller sessions, all at once, as the upstream stops.
+// Recorded ones stay alive upstream for the other replicas.
 func (a *affinity) closeAll() {
 	a.mu.Lock()
 	entries := make([]*callerEntry, 0, len(a.entries))
@@ -526,16 +525,21 @@ func (a *affinity) closeAll() {
 	a.entries = map[string]*callerEntry{}
 	a.lru.Init()
 	a.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, e := range entries {
 		<-e.ready
-		if e.s == nil {
+		a.mu.Lock()
+		s, recorded := e.s, a.kv != nil && e.rec != nil
+		a.mu.Unlock()
+		if s == nil {
 			continue
 		}
-		if a.kv != nil && e.rec != nil {
-			e.s.keepUpstream.Store(true)
+		if recorded {
+			s.keepUpstream.Store(true)
 		}
-		e.s.close()
+		wg.Go(s.close)
 	}
+	wg.Wait()
 }
 
 // held reports how many caller sessions this process holds.

@@ -314,7 +314,7 @@ func TestCallerAffinityAcrossReplicas(t *testing.T) {
 func TestCallerAffinityIdle(t *testing.T) {
 	f := serveStateful(t, true)
 	kv := embedded(t)
-	idle := 300 * time.Millisecond
+	idle := 600 * time.Millisecond
 	a, b := replicas(t, callerUpstream(f.url, mcpbackend.CallerSessionsConfig{IdleTimeout: idle}), kv)
 	sid := alice.call(t, a, "whoami", "{}")
 	// b keeps using it: a drops its client without DELETE.
@@ -400,8 +400,13 @@ func TestCallerAffinityPerProcess(t *testing.T) {
 	if bsid == sid {
 		t.Fatal("bob got alice's session")
 	}
-	waitFor(t, 10*idle, "both idle sessions deleted", func() bool {
-		return slices.Contains(f.deleted(), sid) && slices.Contains(f.deleted(), bsid)
+	f.sessions.forget() // the upstream restarts: alice's next call starts her a new session
+	renewed := alice.call(t, b, "whoami", "{}")
+	if renewed == sid || renewed == bsid {
+		t.Fatalf("alice after the upstream forgot her session: %s", renewed)
+	}
+	waitFor(t, 10*idle, "the idle sessions deleted", func() bool {
+		return slices.Contains(f.deleted(), renewed) && slices.Contains(f.deleted(), bsid)
 	})
 }
 
@@ -525,5 +530,98 @@ func TestAffinityConfig(t *testing.T) {
 				t.Fatalf("Validate: %v, want %q", err, tt.err)
 			}
 		})
+	}
+}
+
+// TestCallerAffinityConcurrentFirstCalls: a caller's first requests, at once on one
+// replica and on two, end on one upstream session: one handshake per replica at most,
+// and the replica that lost the race to record its session adopts the winner's.
+func TestCallerAffinityConcurrentFirstCalls(t *testing.T) {
+	f := serveStateful(t, true)
+	a, b := replicas(t, callerUpstream(f.url, mcpbackend.CallerSessionsConfig{}), embedded(t))
+	inits := f.initializes()
+	const n = 8
+	got := make(chan string, 2*n)
+	errs := make(chan error, 2*n)
+	var wg sync.WaitGroup
+	for i := range 2 * n {
+		br := a
+		if i%2 == 1 {
+			br = b
+		}
+		wg.Go(func() {
+			res, err := br.CallTool(alice.ctx(t), "whoami", json.RawMessage("{}"))
+			if err != nil {
+				errs <- err
+				return
+			}
+			got <- firstText(t, res)
+		})
+	}
+	wg.Wait()
+	close(got)
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for sid := range got {
+		seen[sid]++
+	}
+	if len(seen) != 1 {
+		t.Fatalf("the first calls saw sessions %v, want one", seen)
+	}
+	if m := f.initializes() - inits; m < 1 || m > 2 {
+		t.Fatalf("%d initializes for one caller on two replicas, want 1 or 2", m)
+	}
+	// Every later request, on either replica, is on the recorded session.
+	var want string
+	for sid := range seen {
+		want = sid
+	}
+	for range 3 {
+		for _, br := range []*mcpbackend.Bridge{a, b} {
+			if sid := alice.call(t, br, "whoami", "{}"); sid != want {
+				t.Fatalf("alice on %p: %s, want %s", br, sid, want)
+			}
+		}
+	}
+}
+
+// TestCallerAffinityStdio: over stdio each caller's session is a child process of its
+// own, per process; progress reaches the caller through it, and an idle one is stopped.
+func TestCallerAffinityStdio(t *testing.T) {
+	cfg := fixture("fx", nil)
+	cfg.ProtocolVersions = []string{mcp.ProtocolVersion20251125}
+	cfg.SessionAffinity = mcpbackend.AffinityCaller
+	idle := 300 * time.Millisecond
+	cfg.CallerSessions = mcpbackend.CallerSessionsConfig{IdleTimeout: idle}
+	b, _ := start(t, []mcpbackend.Config{cfg}, mcpbackend.WithStore(embedded(t)))
+	pool := callText(t, b, "pid", "{}")
+	pa, pb := alice.call(t, b, "pid", "{}"), bob.call(t, b, "pid", "{}")
+	if pa == pool || pb == pool || pa == pb {
+		t.Fatalf("pids: pool %s, alice %s, bob %s; want three children", pool, pa, pb)
+	}
+	if again := aliceAgain.call(t, b, "pid", "{}"); again != pa {
+		t.Fatalf("alice again: pid %s, want %s", again, pa)
+	}
+	var mu sync.Mutex
+	var reports int
+	ctx := mcpbackend.WithProgress(alice.ctx(t), func(mcpbackend.Progress) {
+		mu.Lock()
+		reports++
+		mu.Unlock()
+	})
+	if _, err := b.CallTool(ctx, "progress", json.RawMessage(`{"steps":3}`)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if reports != 3 {
+		t.Errorf("%d progress reports through alice's session, want 3", reports)
+	}
+	mu.Unlock()
+	waitFor(t, 20*idle, "the idle children to stop", func() bool { return b.CallerSessionCount()["fx"] == 0 })
+	if now := alice.call(t, b, "pid", "{}"); now == pa {
+		t.Fatalf("alice after her idle session ended: still pid %s", now)
 	}
 }
