@@ -297,13 +297,16 @@ func TestMCPVersionMatrixBridged(t *testing.T) {
 		legacyOnly    bool
 		upstreamSays  string // the MCP-Protocol-Version on the upstream's tools/call
 		probe         string // how the gateway learnt what the upstream speaks
+		upstream      string // more keys of the upstream
 	}{
-		{"2026 caller to a 2025 upstream", "", true, mcp.ProtocolVersion20251125, "initialize"},
-		{"2025 caller to a 2026 upstream", mcp.ProtocolVersion20251125, false, mcp.ProtocolVersion20260728, "server/discover"},
+		{"2026 caller to a 2025 upstream", "", true, mcp.ProtocolVersion20251125, "initialize", ""},
+		{"2026 caller to a 2025 upstream, a session of its own", "", true, mcp.ProtocolVersion20251125, "initialize", "session_affinity: caller"},
+		{"2025 caller to a 2026 upstream", mcp.ProtocolVersion20251125, false, mcp.ProtocolVersion20260728, "server/discover", ""},
+		{"2025 caller to a 2026 upstream under caller affinity", mcp.ProtocolVersion20251125, false, mcp.ProtocolVersion20260728, "server/discover", "session_affinity: caller"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			up := serveVersioned(t, tt.legacyOnly)
-			ts := startWith(t, affinityConfig(up.url, ""), Options{})
+			ts := startWith(t, affinityConfig(up.url, tt.upstream), Options{})
 			waitForTools(t, ts)
 			c := faceClient(t, ts.base, "alice-key", tt.callerVersion)
 			var mu sync.Mutex
@@ -349,6 +352,29 @@ func TestMCPVersionMatrixBridged(t *testing.T) {
 			metric := fmt.Sprintf(`gatehouse_mcp_upstream_protocol{negotiated="true",probe=%q,upstream="st",version=%q}`, tt.probe, tt.upstreamSays)
 			if got, ok := ts.scrape()[metric]; !ok || got != 1 {
 				t.Fatalf("%s = %v (present %v)", metric, got, ok)
+			}
+		})
+	}
+}
+
+// TestMCPAffinityConfig: the keys' edges as the configuration file meets them.
+func TestMCPAffinityConfig(t *testing.T) {
+	for _, tt := range []struct {
+		name, keys, err string
+	}{
+		{"caller", "session_affinity: caller", ""},
+		{"shared", "session_affinity: shared", ""},
+		{"unknown mode", "session_affinity: sticky", "session_affinity"},
+		{"bounds", "caller_sessions: {max: 100000, idle_timeout: 1m, record_ttl: 1m}", ""},
+		{"max past its ceiling", "caller_sessions: {max: 100001}", "max"},
+		{"max zero", "caller_sessions: {max: 0}", "max"},
+		{"record shorter than idle", "caller_sessions: {idle_timeout: 2m, record_ttl: 1m}", "record_ttl must be at least idle_timeout"},
+		{"unknown key", "caller_sessions: {ttl: 1m}", "ttl"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("test.yaml", []byte(affinityConfig("http://127.0.0.1:1/mcp", tt.keys)))
+			if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
+				t.Fatalf("Parse: %v, want %q", err, tt.err)
 			}
 		})
 	}
