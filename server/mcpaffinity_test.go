@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -126,9 +127,14 @@ func serveVersioned(t *testing.T, legacyOnly bool) *versionedUpstream {
 	return u
 }
 
-// affinityConfig is a gateway with API keys alice and bob serving the MCP face in front of
+// affinityConfig is a gateway with API keys alice and bob, and the development token
+// issuer, serving the MCP face in front of
 // the upstream at url, with extra keys for the upstream.
 func affinityConfig(url, upstream string) string {
+	jwks, err := filepath.Abs("../configs/examples/dev-jwks.json")
+	if err != nil {
+		panic(err)
+	}
 	return fmt.Sprintf(`server:
   boundary: {addr: "127.0.0.1:0"}
   admin: {addr: "127.0.0.1:0"}
@@ -137,6 +143,9 @@ auth:
   api_keys:
     - {name: alice, hash: %q}
     - {name: bob, hash: %q}
+  jwt:
+    issuers:
+      - {issuer: gatehouse-dev, audiences: [gatehouse], jwks_file: %q}
 mcp_face: {session_key: %q}
 log: {level: debug}
 routing:
@@ -145,19 +154,25 @@ routing:
       - name: st
         http: {url: %q}
         %s
-`, apiKeyHash("alice-key"), apiKeyHash("bob-key"), testSessionKey, url, upstream)
+`, apiKeyHash("alice-key"), apiKeyHash("bob-key"), jwks, testSessionKey, url, upstream)
 }
 
 // faceClient connects an mcp-go client to a gateway's /mcp as the API key's holder; version
 // empty lets it negotiate (2026-07-28), else it is pinned (a handshake revision).
 func faceClient(t *testing.T, base, key, version string) *client.Client {
 	t.Helper()
+	return faceClientWith(t, base, map[string]string{"X-API-Key": key}, version)
+}
+
+// faceClientWith is faceClient with the credential headers given.
+func faceClientWith(t *testing.T, base string, headers map[string]string, version string) *client.Client {
+	t.Helper()
 	var opts []client.ClientOption
 	if version != "" {
 		opts = append(opts, client.WithProtocolVersion(version))
 	}
 	tr, err := transport.NewStreamableHTTP(base+"/mcp", transport.WithHTTPBasicClient(httpClient(t)),
-		transport.WithHTTPHeaders(map[string]string{"X-API-Key": key}), transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
+		transport.WithHTTPHeaders(headers), transport.WithHTTPLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,6 +277,25 @@ func TestMCPAffinityAcrossReplicas(t *testing.T) {
 		}
 	}
 
+	// A token holder keeps its session when its token is refreshed: the caller is the
+	// token's issuer and subject, not its bytes.
+	now := time.Now()
+	token := func(iat time.Time) string {
+		return signDev(t, map[string]any{"iss": "gatehouse-dev", "sub": "carol", "aud": "gatehouse",
+			"iat": iat.Unix(), "exp": iat.Add(time.Hour).Unix()})
+	}
+	first, refreshed := token(now.Add(-time.Minute)), token(now)
+	if first == refreshed {
+		t.Fatal("the refreshed token is the same token")
+	}
+	carol := affToolText(t, faceClientWith(t, a.base, map[string]string{"Authorization": "Bearer " + first}, ""), "whoami", nil)
+	if got := affToolText(t, faceClientWith(t, b.base, map[string]string{"Authorization": "Bearer " + refreshed}, ""), "whoami", nil); got != carol {
+		t.Fatalf("carol with a refreshed token on the second replica: %s, want %s", got, carol)
+	}
+	if carol == aliceSession || carol == bobSession {
+		t.Fatal("carol was served on another principal's session")
+	}
+
 	// 2025 callers: each face session is a caller of its own, and keeps its upstream
 	// session when the face session moves to the other replica.
 	s1 := faceClient(t, a.base, "alice-key", mcp.ProtocolVersion20251125)
@@ -281,8 +315,8 @@ func TestMCPAffinityAcrossReplicas(t *testing.T) {
 	if d := up.deleted(); slices.Contains(d, aliceSession) || slices.Contains(d, bobSession) || slices.Contains(d, one) {
 		t.Fatalf("sessions in use were deleted: %v", d)
 	}
-	if got := a.scrape()[`gatehouse_mcp_caller_sessions{upstream="st"}`]; got != 4 {
-		t.Fatalf("the first replica holds %v caller sessions, want 4 (alice, bob, alice's two face sessions)", got)
+	if got := a.scrape()[`gatehouse_mcp_caller_sessions{upstream="st"}`]; got != 5 {
+		t.Fatalf("the first replica holds %v caller sessions, want 5 (alice, bob, carol, alice's two face sessions)", got)
 	}
 }
 

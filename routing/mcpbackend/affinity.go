@@ -252,7 +252,7 @@ func (a *affinity) start(ctx context.Context, key string) (*session, []byte, err
 	}
 	s, err := a.u.dialCaller(ctx, key, nil)
 	if err != nil {
-		return nil, nil, a.u.unavailable(connectReason(err)).Wrap(err)
+		return nil, nil, a.u.unavailable(connectReason(err)).Wrap(err).NotSent() // the call was not sent: nothing ran
 	}
 	if a.kv == nil {
 		return s, nil, nil
@@ -374,7 +374,7 @@ func (a *affinity) renew(ctx context.Context, e *callerEntry, old *session) (*se
 	defer stop()
 	s, err := a.u.dialCaller(octx, e.key, nil)
 	if err != nil {
-		return nil, a.u.unavailable(connectReason(err)).Wrap(err)
+		return nil, a.u.unavailable(connectReason(err)).Wrap(err).NotSent() // the call was not sent: nothing ran
 	}
 	var raw []byte
 	if a.kv != nil {
