@@ -625,3 +625,37 @@ func TestCallerAffinityStdio(t *testing.T) {
 		t.Fatalf("alice after her idle session ended: still pid %s", now)
 	}
 }
+
+// TestCallerAffinitySSE: over the legacy SSE transport a session cannot be resumed
+// elsewhere: each replica gives the caller a session of its own, even with a shared
+// store, and an idle one is closed.
+func TestCallerAffinitySSE(t *testing.T) {
+	s := server.NewMCPServer("sse", "1.0.0", server.WithToolCapabilities(true))
+	s.AddTool(mcp.NewTool("whoami"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText(server.ClientSessionFromContext(ctx).SessionID()), nil
+	})
+	hs := httptest.NewUnstartedServer(nil)
+	base := "http://" + hs.Listener.Addr().String()
+	hs.Config.Handler = server.NewSSEServer(s, server.WithBaseURL(base))
+	hs.Start()
+	t.Cleanup(hs.Close)
+	idle := 300 * time.Millisecond
+	cfg := fast(mcpbackend.Config{Name: "sse", SSE: &mcpbackend.HTTPConfig{URL: base + "/sse"}, SessionAffinity: mcpbackend.AffinityCaller,
+		CallerSessions: mcpbackend.CallerSessionsConfig{IdleTimeout: idle}})
+	cfg.Heartbeat = mcpbackend.HeartbeatConfig{Interval: 30 * time.Second, Timeout: 5 * time.Second}
+	a, b := replicas(t, cfg, embedded(t))
+	pool := callText(t, a, "whoami", "{}")
+	onA, onB := alice.call(t, a, "whoami", "{}"), alice.call(t, b, "whoami", "{}")
+	if onA == pool || onA == onB {
+		t.Fatalf("sessions: pool %s, alice on a %s, on b %s; want three", pool, onA, onB)
+	}
+	if got := aliceAgain.call(t, a, "whoami", "{}"); got != onA {
+		t.Fatalf("alice again on a: %s, want %s", got, onA)
+	}
+	if got := bob.call(t, a, "whoami", "{}"); got == onA {
+		t.Fatal("bob got alice's session")
+	}
+	waitFor(t, 20*idle, "the idle sessions closed", func() bool {
+		return a.CallerSessionCount()["sse"] == 0 && b.CallerSessionCount()["sse"] == 0
+	})
+}
