@@ -488,10 +488,10 @@ func (a *affinity) sweep() {
 	}
 }
 
-// expireRecord removes e's record when no replica used its session within the idle
-// timeout, and reports whether the session should end upstream: the record is gone
-// (expired, or removed here), or names a session that is no longer this one's... in which
-// case another replica has taken over and this reports false.
+// expireRecord reports whether e's idle session should end upstream: its record is gone
+// (expired), or no replica used it within the idle timeout and this removed the record.
+// A record another replica used lately, or one naming another session (a replacement),
+// leaves the session alive: only this process's client is dropped.
 func (a *affinity) expireRecord(e *callerEntry, now time.Time) bool {
 	ctx, cancel := context.WithTimeout(a.u.ctx, storeTimeout)
 	defer cancel()
