@@ -47,6 +47,20 @@ type Gauges struct {
 	// (gatehouse_mcp_read_cache_{hits,misses,evictions}_total, gatehouse_mcp_read_cache_entries,
 	// gatehouse_mcp_read_cache_bytes); nil without the cache.
 	MCPReadCache *CacheCounters
+	// MCPProtocols are, per MCP upstream, the protocol revisions its pool's last connection
+	// found it speaks (gatehouse_mcp_upstream_protocol{upstream, version, probe, negotiated}).
+	MCPProtocols []MCPProtocol
+	// MCPCallerSessions is, by MCP upstream under session_affinity caller, the callers'
+	// sessions this replica holds (gatehouse_mcp_caller_sessions{upstream}).
+	MCPCallerSessions map[string]int
+}
+
+// MCPProtocol is one protocol revision an MCP upstream speaks: Probe says how it was
+// learnt ("server/discover" or "initialize"), Negotiated whether the gateway speaks it
+// with the upstream.
+type MCPProtocol struct {
+	Upstream, Version, Probe string
+	Negotiated               bool
 }
 
 // CacheCounters are a cache's counters since the process started, and what it holds now.
@@ -103,7 +117,15 @@ var (
 		"resources/read results the MCP read cache holds.", nil, nil)
 	descReadCacheBytes = prometheus.NewDesc("gatehouse_mcp_read_cache_bytes",
 		"Size of the results the MCP read cache holds, as JSON.", nil, nil)
+	descMCPProtocol = prometheus.NewDesc("gatehouse_mcp_upstream_protocol",
+		"1 for each MCP protocol revision an upstream speaks, as its last connection found (probe: server/discover or initialize); negotiated says which one the gateway uses.",
+		[]string{labelUpstream, "version", "probe", "negotiated"}, nil)
+	descMCPCallerSessions = prometheus.NewDesc("gatehouse_mcp_caller_sessions",
+		"Callers' upstream sessions this replica holds, by MCP upstream (session_affinity caller).", []string{labelUpstream}, nil)
 )
+
+// labelUpstream is the label naming an MCP upstream.
+const labelUpstream = "upstream"
 
 // gaugeCollector exports Gauges at scrape time.
 type gaugeCollector struct{ m *Metrics }
@@ -112,7 +134,8 @@ type gaugeCollector struct{ m *Metrics }
 func (gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBreaker, descMCPServers, descQueueDepth, descAdmissionLimit, descApprovals, descTargetUp, descToolsWithheld, descAgents, descAgentOutstanding,
 		descListCacheHits, descListCacheMisses, descListCacheEvictions, descListCacheEntries, descListCacheBytes,
-		descReadCacheHits, descReadCacheMisses, descReadCacheEvictions, descReadCacheEntries, descReadCacheBytes} {
+		descReadCacheHits, descReadCacheMisses, descReadCacheEvictions, descReadCacheEntries, descReadCacheBytes,
+		descMCPProtocol, descMCPCallerSessions} {
 		ch <- d
 	}
 }
@@ -137,6 +160,14 @@ func (c gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	labelled(descAgentOutstanding, g.AgentOutstanding)
 	cacheCounters(ch, g.MCPListCache, descListCacheHits, descListCacheMisses, descListCacheEvictions, descListCacheEntries, descListCacheBytes)
 	cacheCounters(ch, g.MCPReadCache, descReadCacheHits, descReadCacheMisses, descReadCacheEvictions, descReadCacheEntries, descReadCacheBytes)
+	labelled(descMCPCallerSessions, g.MCPCallerSessions)
+	for _, p := range g.MCPProtocols {
+		negotiated := "false"
+		if p.Negotiated {
+			negotiated = "true"
+		}
+		ch <- prometheus.MustNewConstMetric(descMCPProtocol, prometheus.GaugeValue, 1, p.Upstream, p.Version, p.Probe, negotiated)
+	}
 	if g.AgentsConnected >= 0 {
 		ch <- prometheus.MustNewConstMetric(descAgents, prometheus.GaugeValue, float64(g.AgentsConnected))
 	}

@@ -59,6 +59,12 @@ func (s *Server) gauges() observability.Gauges {
 		if st, on := mt.ReadCacheStats(); on {
 			g.MCPReadCache = &observability.CacheCounters{Hits: st.Hits, Misses: st.Misses, Evictions: st.Evictions, Entries: st.Entries, Bytes: st.Bytes}
 		}
+		g.MCPCallerSessions = mt.CallerSessions()
+		for name, p := range mt.Probes() {
+			for _, v := range p.Versions {
+				g.MCPProtocols = append(g.MCPProtocols, observability.MCPProtocol{Upstream: name, Version: v, Probe: p.Method, Negotiated: v == p.Negotiated})
+			}
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeStoreTimeout)
 	defer cancel()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/schemas"
+	"github.com/gatehouse-dev/gatehouse/state"
 )
 
 // Bridge holds every upstream MCP server and their aggregated catalog. It is safe for
@@ -26,6 +27,8 @@ type Bridge struct {
 	elicitation ElicitationHandler
 	// sessionStarted is told of every session started (WithSessionStarted); nil: no one.
 	sessionStarted func(upstream string)
+	// store keeps the records of callers' sessions (WithStore, affinity.go); nil: none.
+	store state.KV
 
 	ctx    context.Context
 	cancel context.CancelFunc

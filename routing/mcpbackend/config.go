@@ -78,6 +78,28 @@ type Config struct {
 	// InputSchema bounds the compilation of the upstream's tool input schemas and the
 	// refusals of inputs that break them (input.go).
 	InputSchema InputSchemaConfig `yaml:"input_schema" json:"input_schema"`
+	// SessionAffinity says whose upstream session serves a call: "shared" (the default:
+	// every caller's calls are multiplexed over the pool) or "caller" (each caller gets an
+	// upstream session of its own, kept across replicas; affinity.go).
+	SessionAffinity string `yaml:"session_affinity" json:"session_affinity,omitempty"`
+	// CallerSessions bounds the callers' sessions under session_affinity caller.
+	CallerSessions CallerSessionsConfig `yaml:"caller_sessions" json:"caller_sessions"`
+}
+
+// CallerSessionsConfig bounds the upstream sessions kept for callers under
+// session_affinity caller.
+type CallerSessionsConfig struct {
+	// Max is how many callers' sessions one process holds per upstream (default 1000, at
+	// most 100000). Past it the least recently used idle one is dropped here (its record
+	// stays, so the caller's next call resumes it); when every one is busy a new caller is
+	// refused with OVERLOADED.
+	Max int `yaml:"max" json:"max,omitempty"`
+	// IdleTimeout ends a caller's session no replica has used for this long: its record is
+	// removed and the upstream is sent DELETE (default 10m).
+	IdleTimeout time.Duration `yaml:"idle_timeout" json:"idle_timeout,omitempty"`
+	// RecordTTL is how long a caller's record lives in the state store after its last
+	// refresh (default 1h; at least idle_timeout).
+	RecordTTL time.Duration `yaml:"record_ttl" json:"record_ttl,omitempty"`
 }
 
 // InputSchemaConfig bounds input validation for one upstream's tools. Each tool's
@@ -190,6 +212,12 @@ type RootConfig struct {
 	Name string `yaml:"name" json:"name,omitempty"`
 }
 
+// Session affinity modes.
+const (
+	AffinityShared = "shared"
+	AffinityCaller = "caller"
+)
+
 // Name prefix modes.
 const (
 	PrefixAlways      = "always"
@@ -221,6 +249,10 @@ const (
 	DefaultInputSchemaBytes  = 256 << 10
 	DefaultInputSchemaDepth  = 64
 	DefaultInputErrors       = 8
+	DefaultCallerSessions    = 1000
+	MaxCallerSessions        = 100000
+	DefaultCallerIdle        = 10 * time.Minute
+	DefaultCallerRecordTTL   = time.Hour
 )
 
 // DefaultProtocolVersions are offered when a Config lists none, newest first.
@@ -265,6 +297,10 @@ func (c Config) withDefaults() Config {
 		c.Elicitation = PolicyRefuse
 	}
 	c.InputSchema = c.InputSchema.withDefaults()
+	if c.SessionAffinity == "" {
+		c.SessionAffinity = AffinityShared
+	}
+	c.CallerSessions = c.CallerSessions.withDefaults()
 	if s := c.Stdio; s != nil {
 		cp := *s
 		if cp.StderrLineBytes == 0 {
@@ -289,6 +325,31 @@ func (c InputSchemaConfig) withDefaults() InputSchemaConfig {
 		c.MaxErrors = DefaultInputErrors
 	}
 	return c
+}
+
+func (c CallerSessionsConfig) withDefaults() CallerSessionsConfig {
+	if c.Max == 0 {
+		c.Max = DefaultCallerSessions
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultCallerIdle
+	}
+	if c.RecordTTL == 0 {
+		c.RecordTTL = max(DefaultCallerRecordTTL, c.IdleTimeout)
+	}
+	return c
+}
+
+func (c CallerSessionsConfig) validate() error {
+	switch {
+	case c.Max < 0 || c.Max > MaxCallerSessions:
+		return fmt.Errorf("caller_sessions: max must be between 1 and %d (0: the default, %d)", MaxCallerSessions, DefaultCallerSessions)
+	case c.IdleTimeout < 0 || c.RecordTTL < 0:
+		return errors.New("caller_sessions: idle_timeout and record_ttl must not be negative")
+	case c.RecordTTL < c.IdleTimeout:
+		return errors.New("caller_sessions: record_ttl must be at least idle_timeout")
+	}
+	return nil
 }
 
 func (b BackoffConfig) withDefaults() BackoffConfig {
@@ -341,6 +402,12 @@ func (c Config) validate() error {
 	}
 	if i := c.InputSchema; i.MaxBytes < 0 || i.MaxDepth < 0 || i.MaxErrors < 0 {
 		return errors.New("input_schema: max_bytes, max_depth and max_errors must not be negative")
+	}
+	if c.SessionAffinity != AffinityShared && c.SessionAffinity != AffinityCaller {
+		return fmt.Errorf("session_affinity must be %s or %s", AffinityShared, AffinityCaller)
+	}
+	if err := c.CallerSessions.validate(); err != nil {
+		return err
 	}
 	for _, p := range slices.Concat(c.Tools.Allow, c.Tools.Deny) {
 		if _, err := path.Match(p, ""); err != nil {

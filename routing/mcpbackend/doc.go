@@ -21,6 +21,16 @@
 // session the server has forgotten (404 on a stale Mcp-Session-Id) is replaced by a new
 // one and the call is retried once.
 //
+// # Session affinity and what an upstream speaks
+//
+// Under session_affinity "caller" a server on a handshake revision gives each caller a
+// session of its own instead of the pool's (affinity.go): the caller is the principal's
+// issuer and subject plus, for a 2025 client of the MCP face, its face session id. Over
+// streamable HTTP the caller's upstream session id, version and capabilities are recorded
+// in the state store (WithStore), so any replica resumes it; elsewhere it is per process.
+// The pool's connection records what the server speaks: server/discover's versions, or
+// the handshake's (discover.go, Bridge.Probes).
+//
 // # Names
 //
 // Tool and prompt names are exposed per upstream in one of three modes: "always"

@@ -50,6 +50,16 @@ type session struct {
 	listenMu   sync.Mutex
 	stopListen func()
 
+	// caller is the hashed caller key of a session kept for one caller (affinity.go);
+	// empty for a pool session. resumeID is the upstream session id it resumes.
+	caller   string
+	resumeID string
+	// keepUpstream: closing the session leaves the upstream session alive (no DELETE),
+	// for another replica, or this one later, to resume.
+	keepUpstream atomic.Bool
+	// probeNotes: what the handshake's server/discover probe saw (discover.go).
+	probeNotes probeNotes
+
 	closeOnce sync.Once
 }
 
@@ -75,13 +85,22 @@ func (u *upstream) connect(ctx context.Context, slot int) (*session, error) {
 	if u.cfg.HTTP != nil && !mcp.IsModernProtocol(s.version) && !s.listening {
 		s.close()
 		u.httpLegacy.Store(true)
-		return u.dial(ctx, slot, true)
+		s2, err := u.dial(ctx, slot, true)
+		if err == nil {
+			s2.probeNotes.refused = s2.probeNotes.refused || s.probeNotes.refused // the first dial probed
+		}
+		return s2, err
 	}
 	return s, nil
 }
 
 func (u *upstream) dial(ctx context.Context, slot int, legacyHTTP bool) (*session, error) {
-	s := &session{up: u, slot: slot, dead: make(chan struct{}), started: u.owner().now()}
+	return u.establish(ctx, &session{up: u, slot: slot, dead: make(chan struct{}), started: u.owner().now()}, legacyHTTP, nil)
+}
+
+// establish builds s's transport and client and negotiates (handshake), or, with rec,
+// resumes the caller's upstream session rec names without a handshake (affinity.go).
+func (u *upstream) establish(ctx context.Context, s *session, legacyHTTP bool, rec *affinityRecord) (*session, error) {
 	s.ctx, s.cancel = context.WithCancel(u.ctx)
 	inner, err := s.transport(legacyHTTP)
 	if err != nil {
@@ -101,8 +120,18 @@ func (u *upstream) dial(ctx context.Context, slot int, legacyHTTP bool) (*sessio
 	if d := min(5*time.Second, u.cfg.ConnectTimeout/2); d > 0 {
 		opts = append(opts, client.WithDiscoverTimeout(d))
 	}
+	if rec != nil {
+		opts = append(opts, client.WithSession())
+	}
 	s.cli = client.NewClient(tr, opts...)
 	s.cli.OnNotification(func(n mcp.JSONRPCNotification) { u.notification(s, n) })
+	if rec != nil {
+		if err := s.resume(rec); err != nil {
+			s.close()
+			return nil, err
+		}
+		return s, nil
+	}
 	if err := s.handshake(ctx, legacyHTTP); err != nil {
 		s.close()
 		return nil, err
@@ -150,6 +179,15 @@ func (s *session) transport(legacyHTTP bool) (transport.Interface, error) {
 		s.hc = hc
 		opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(hc),
 			transport.WithHTTPHeaders(cfg.HTTP.Headers), transport.WithHTTPHeaderFunc(s.up.hopHeaders), transport.WithHTTPLogger(s.up.log)}
+		if s.caller != "" {
+			// A caller's session: list_changed reaches the pool's sessions; this one only
+			// serves the caller's requests, and may be resumed by id.
+			hc.Transport = keepDelete{rt: hc.Transport, s: s}
+			if s.resumeID != "" {
+				opts = append(opts, transport.WithSession(s.resumeID))
+			}
+			return transport.NewStreamableHTTP(cfg.HTTP.URL, opts...)
+		}
 		if legacyHTTP || !slices.ContainsFunc(cfg.ProtocolVersions, mcp.IsModernProtocol) {
 			s.listening = true
 			opts = append(opts, transport.WithContinuousListening()) //nolint:staticcheck // the only way to get list_changed from a handshake-era server

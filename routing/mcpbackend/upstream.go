@@ -26,8 +26,10 @@ type upstream struct {
 	ctx    context.Context // ends when the last bridge sharing it closes (shared.go)
 
 	slots      []atomic.Pointer[session]
-	sem        chan struct{} // nil: no cap
-	httpLegacy atomic.Bool   // a streamable HTTP server turned out to speak a handshake revision
+	sem        chan struct{}         // nil: no cap
+	httpLegacy atomic.Bool           // a streamable HTTP server turned out to speak a handshake revision
+	aff        *affinity             // session_affinity caller: the callers' sessions (affinity.go); nil: shared
+	probe      atomic.Pointer[Probe] // what the last connection learnt the server speaks (discover.go)
 
 	tokens   atomic.Uint64
 	progress sync.Map // progress token (string) → func(Progress)
@@ -57,6 +59,9 @@ func newUpstream(b *Bridge, cfg Config) *upstream {
 	if cfg.MaxConcurrent > 0 {
 		u.sem = make(chan struct{}, cfg.MaxConcurrent)
 	}
+	if cfg.SessionAffinity == AffinityCaller {
+		u.aff = newAffinity(u, b.store)
+	}
 	return u
 }
 
@@ -68,6 +73,9 @@ func (u *upstream) start() {
 		u.wg.Go(func() { u.supervise(i) })
 	}
 	u.wg.Go(u.refresher)
+	if u.aff != nil {
+		u.wg.Go(u.aff.janitor)
+	}
 }
 
 // close ends supervision and every session; it returns once all is stopped.
@@ -141,6 +149,7 @@ func (u *upstream) pause(slot int, reason string, d time.Duration) bool {
 // up installs a new live session in slot and asks for the catalog to be reloaded.
 func (u *upstream) up(slot int, s *session) {
 	u.slots[slot].Store(s)
+	u.probe.Store(s.probe())
 	u.mu.Lock()
 	u.reason = ""
 	close(u.changed)
@@ -340,8 +349,14 @@ func (u *upstream) do(ctx context.Context, fn func(context.Context, *session) er
 	}
 	rctx, cancel := context.WithDeadline(ctx, rdl)
 	defer cancel()
+	s, ce, err := u.session(rctx) // the pool's, or the caller's own (affinity.go)
+	if err != nil {
+		return nil, err
+	}
+	if ce != nil {
+		defer u.aff.release(ce)
+	}
 	for attempt := 0; ; attempt++ {
-		s := u.pick()
 		if s == nil {
 			return nil, u.unavailable("").NotSent() // no live session: nothing was written
 		}
@@ -357,10 +372,20 @@ func (u *upstream) do(ctx context.Context, fn func(context.Context, *session) er
 			return x, nil
 		}
 		if attempt == 0 && u.cfg.Stdio == nil && isExpiry(err, x) && rctx.Err() == nil {
-			s.fail("session expired", true)
-			if u.waitReplacement(rctx, s) {
+			if ce != nil {
+				if s, err = u.aff.renew(rctx, ce, s); err != nil {
+					return nil, err
+				}
 				continue
 			}
+			s.fail("session expired", true)
+			if u.waitReplacement(rctx, s) {
+				s = u.pick()
+				continue
+			}
+		}
+		if ce != nil && s.broken(err) {
+			u.aff.drop(ce, s, true)
 		}
 		return nil, u.callError(ctx, rctx, s, err, x)
 	}
@@ -446,6 +471,10 @@ func (u *upstream) status() UpstreamStatus {
 			st.ProtocolVersion = s.version
 		}
 	}
+	st.Probe = u.probe.Load()
+	if u.aff != nil {
+		st.CallerSessions = u.aff.held()
+	}
 	if st.Live == 0 {
 		st.Reason = u.reason
 		if !u.retryAt.IsZero() {
@@ -469,6 +498,12 @@ type UpstreamStatus struct {
 	RetryAfterMs int64  `json:"retry_after_ms,omitempty"`
 	// Restarts counts the times a session was lost or failed to start.
 	Restarts int `json:"restarts"`
+	// Probe is what the server was found to speak when the pool last connected
+	// (discover.go); nil before.
+	Probe *Probe `json:"probe,omitempty"`
+	// CallerSessions is how many callers' sessions this process holds under
+	// session_affinity caller.
+	CallerSessions int `json:"caller_sessions,omitempty"`
 }
 
 func (st UpstreamStatus) String() string {

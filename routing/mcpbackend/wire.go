@@ -144,6 +144,7 @@ func (w *wire) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*
 	req.Params = params
 	resp, err := w.inner.SendRequest(ctx, req)
 	endSpan(span, resp, err)
+	w.s.noteProbe(req, resp, err) // discover.go
 	if x := exchangeFrom(ctx); x != nil {
 		x.requests++
 		if err == nil && resp != nil {
