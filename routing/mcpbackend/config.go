@@ -78,6 +78,8 @@ type Config struct {
 	// InputSchema bounds the compilation of the upstream's tool input schemas and the
 	// refusals of inputs that break them (input.go).
 	InputSchema InputSchemaConfig `yaml:"input_schema" json:"input_schema"`
+	// Tasks says how tools the server runs as tasks of its own are called (tasks.go).
+	Tasks TasksConfig `yaml:"tasks" json:"tasks"`
 }
 
 // InputSchemaConfig bounds input validation for one upstream's tools. Each tool's
@@ -356,6 +358,9 @@ func (c Config) validate() error {
 		if p.v != PolicyRefuse && p.v != PolicyClient && p.v != PolicyRoute {
 			return fmt.Errorf("%s must be %s, %s or %s", p.key, PolicyRefuse, PolicyClient, PolicyRoute)
 		}
+	}
+	if err := c.Tasks.validate(); err != nil {
+		return err
 	}
 	return c.DownstreamToken.Validate()
 }
