@@ -388,8 +388,7 @@ func (t *taskFace) relay(sid string, entry indexedTask, msg []byte) error {
 		if json.Unmarshal(ev.Data, &p) != nil {
 			return nil
 		}
-		params := map[string]any{"progressToken": entry.Progress, "progress": p.Processed,
-			"_meta": map[string]any{mcp.RelatedTaskMetaKey: mcp.RelatedTaskMeta(entry.ID)}}
+		params := map[string]any{"progressToken": entry.Progress, "progress": p.Processed}
 		if p.Total > 0 {
 			params["total"] = p.Total
 		}
@@ -401,11 +400,14 @@ func (t *taskFace) relay(sid string, entry indexedTask, msg []byte) error {
 	return nil
 }
 
-// notify sends a notification to a session of this process.
+// notify sends a notification to a session of this process. A session mcp-go does not
+// hold (yet) misses it; the following goes on until the task ends.
 func (t *taskFace) notify(sid, method string, params map[string]any) error {
 	if err := t.f.srv.SendNotificationToSpecificClient(sid, method, params); err != nil {
-		return errDetached
+		t.f.log.Debug("relaying an MCP task's event", "method", method, "err", err)
+		return nil
 	}
+	t.f.markStream(sid) // mcp-go answers the session's later POSTs as event streams
 	return nil
 }
 
@@ -459,7 +461,7 @@ func (t *taskFace) taskOf(entry indexedTask, v statusView) mcp.Task {
 		task.StatusMessage = "suspended: resume it with nekte.task.resume"
 	case v.Reason != "":
 		task.StatusMessage = v.Reason
-	case v.Progress.Message != "":
+	case v.Progress.Message != "" && !task.Status.IsTerminal():
 		task.StatusMessage = v.Progress.Message
 	}
 	return task
