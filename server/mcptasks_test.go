@@ -518,3 +518,67 @@ func rawTaskCall(t *testing.T, url, key, method, id, name string) string {
 	}
 	return b.String()
 }
+
+// TestMCPTasksLimits runs mcp_face.tasks' bounds at their edges on one gateway: a ttl
+// asked for above result_ttl is lowered to it, a principal holding max_per_principal tasks
+// is refused one more (5000) while another is not, and a task's place frees when its ttl
+// has passed, after which the face no longer answers for it.
+func TestMCPTasksLimits(t *testing.T) {
+	up := newTaskUpstream(t)
+	yaml := strings.Replace(tasksConfig(up.url), "tasks: {enabled: true, poll_interval: 200ms}",
+		"tasks: {enabled: true, max_per_principal: 2, result_ttl: 1500ms, poll_interval: 100ms}", 1)
+	ts := startWith(t, yaml, Options{})
+	waitForTools(t, ts)
+	alice := newTaskClient(t, ts.base+"/mcp", "alice-key", mcp.ProtocolVersion20251125)
+	bob := newTaskClient(t, ts.base+"/mcp", "bob-key", mcp.ProtocolVersion20251125)
+
+	long, rpcErr := alice.create(t, "work", map[string]any{"text": "1", "ms": 1}, 1501)
+	if rpcErr != nil || *long.TTL != 1500 {
+		t.Fatalf("a ttl above result_ttl: %+v %+v", long, rpcErr)
+	}
+	short, rpcErr := alice.create(t, "work", map[string]any{"text": "2", "ms": 1}, 300)
+	if rpcErr != nil || *short.TTL != 300 {
+		t.Fatalf("a ttl below result_ttl: %+v %+v", short, rpcErr)
+	}
+	if _, rpcErr := alice.create(t, "work", map[string]any{"text": "3", "ms": 1}, 300); rpcErr == nil || rpcErr.Code != 5000 ||
+		!strings.Contains(rpcErr.Message, "at most 2 per caller") {
+		t.Fatalf("a task past max_per_principal: %+v", rpcErr)
+	}
+	if _, rpcErr := bob.create(t, "work", map[string]any{"text": "b", "ms": 1}, 300); rpcErr != nil {
+		t.Fatalf("another principal's task: %+v", rpcErr)
+	}
+	// Past its ttl the short task is gone, and its place is free.
+	time.Sleep(time.Until(parseTime(t, short.CreatedAt).Add(300 * time.Millisecond)))
+	waitFor(t, func() bool {
+		_, err := alice.get(t, short.TaskId)
+		return err != nil && strings.Contains(err.Error(), "Task not found")
+	})
+	if _, rpcErr := alice.create(t, "work", map[string]any{"text": "4", "ms": 1}, 300); rpcErr != nil {
+		t.Fatalf("a task after one expired: %+v", rpcErr)
+	}
+	if got, err := alice.get(t, long.TaskId); err != nil || got.TaskId != long.TaskId {
+		t.Fatalf("the long task: %+v, %v", got, err)
+	}
+}
+
+func parseTime(t *testing.T, s string) time.Time {
+	t.Helper()
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestMCPTasksNeedNekte: mcp_face.tasks.enabled without the nekte section is refused at
+// load, naming the key.
+func TestMCPTasksNeedNekte(t *testing.T) {
+	_, err := Parse("test.yaml", []byte(strings.Replace(tasksConfig("http://127.0.0.1:1/mcp"), "nekte: {}\n", "", 1)))
+	if err == nil || !strings.Contains(err.Error(), "mcp_face.tasks.enabled") || !strings.Contains(err.Error(), "nekte section") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := Parse("test.yaml", []byte(strings.Replace(tasksConfig("http://127.0.0.1:1/mcp"), "poll_interval: 200ms", "poll_interval: 2h", 1))); err == nil ||
+		!strings.Contains(err.Error(), "must not exceed result_ttl") {
+		t.Fatalf("poll_interval above result_ttl: %v", err)
+	}
+}

@@ -56,6 +56,12 @@ const (
 // answers tasks/result with the tool's CallToolResult as the upstream sent it.
 var taskBudget = json.RawMessage(`{"max_tokens":1073741824,"detail_level":"full"}`)
 
+// Members of the NEKTE params the face sends.
+const (
+	memberTask   = "task"
+	memberTaskID = "task_id"
+)
+
 // errDetached ends the delivery of a task's event stream the face no longer follows; the
 // task goes on.
 var errDetached = gateway.NewError(schemas.CodeCancelled).With("reason", "the MCP face stopped following the task")
@@ -263,10 +269,10 @@ func newTaskID() string {
 
 // delegateParams is nekte.delegate's params for a tools/call of tool with args.
 func delegateParams(id, tool string, args json.RawMessage) ([]byte, error) {
-	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+	if a := bytes.TrimSpace(args); len(a) == 0 || bytes.Equal(a, []byte("null")) {
 		args = json.RawMessage("{}")
 	}
-	return json.Marshal(map[string]any{"task": map[string]any{
+	return json.Marshal(map[string]any{memberTask: map[string]any{
 		"id": id, "desc": "MCP tools/call " + tool, "cap": tool, "in": args, "budget": taskBudget,
 	}})
 }
@@ -309,7 +315,7 @@ func (t *taskFace) create(ctx context.Context, who faces.Caller, tr *taskRequest
 		return nil, gerr
 	}
 	task := t.taskOf(entry, statusView{Status: string(nk.TaskAccepted), CreatedAt: entry.Created, UpdatedAt: now.UnixMilli()})
-	out := map[string]any{"task": task}
+	out := map[string]any{memberTask: task}
 	if tr.modern {
 		out["resultType"] = "task"
 	}
@@ -340,7 +346,8 @@ func (t *taskFace) follow(reqCtx context.Context, who faces.Caller, tr *taskRequ
 		if tr.sid == "" {
 			return errDetached
 		}
-		return t.relay(tr.sid, entry, msg)
+		t.relay(tr.sid, entry, msg)
+		return nil
 	}
 	rt := t.f.gw.Acquire()
 	inv := rt.Pipeline().RunAs(ctx, who, nk.MethodDelegate, params, send)
@@ -359,35 +366,25 @@ type taskEvent struct {
 	Data  json.RawMessage `json:"data"`
 }
 
-// relay sends one event of a task's stream to the creating session; an error (the session
-// is gone) stops the following.
-func (t *taskFace) relay(sid string, entry indexedTask, msg []byte) error {
+// relay sends one event of a task's stream to the creating session: a status change as
+// notifications/tasks/status, progress as notifications/progress under the call's
+// progress token.
+func (t *taskFace) relay(sid string, entry indexedTask, msg []byte) {
 	var ev taskEvent
-	if json.Unmarshal(msg, &ev) != nil {
-		return nil
-	}
-	switch ev.Event {
-	case nk.EventStatusChange:
-		var sc nk.StatusChangeEvent
-		if json.Unmarshal(ev.Data, &sc) != nil {
-			return nil
+	var sc nk.StatusChangeEvent
+	var p nk.ProgressEvent
+	switch {
+	case json.Unmarshal(msg, &ev) != nil:
+	case ev.Event == nk.EventStatusChange && json.Unmarshal(ev.Data, &sc) == nil:
+		if sc.From == nk.TaskPending && sc.To == nk.TaskAccepted {
+			return // create answered with it
 		}
 		view := statusView{Status: string(sc.To), CreatedAt: entry.Created, UpdatedAt: t.now().UnixMilli()}
 		if sc.To == nk.TaskFailed || sc.To == nk.TaskCancelled || sc.To == nk.TaskSuspended {
 			view.Reason = sc.Reason
 		}
-		if sc.From == nk.TaskPending && sc.To == nk.TaskAccepted {
-			return nil // create answered with it
-		}
-		return t.notify(sid, string(mcp.MethodNotificationTasksStatus), taskMap(t.taskOf(entry, view)))
-	case nk.EventProgress:
-		if len(entry.Progress) == 0 {
-			return nil
-		}
-		var p nk.ProgressEvent
-		if json.Unmarshal(ev.Data, &p) != nil {
-			return nil
-		}
+		t.notify(sid, string(mcp.MethodNotificationTasksStatus), taskMap(t.taskOf(entry, view)))
+	case ev.Event == nk.EventProgress && len(entry.Progress) > 0 && json.Unmarshal(ev.Data, &p) == nil:
 		params := map[string]any{"progressToken": entry.Progress, "progress": p.Processed}
 		if p.Total > 0 {
 			params["total"] = p.Total
@@ -395,20 +392,18 @@ func (t *taskFace) relay(sid string, entry indexedTask, msg []byte) error {
 		if p.Message != "" {
 			params["message"] = p.Message
 		}
-		return t.notify(sid, "notifications/progress", params)
+		t.notify(sid, "notifications/progress", params)
 	}
-	return nil
 }
 
 // notify sends a notification to a session of this process. A session mcp-go does not
 // hold (yet) misses it; the following goes on until the task ends.
-func (t *taskFace) notify(sid, method string, params map[string]any) error {
+func (t *taskFace) notify(sid, method string, params map[string]any) {
 	if err := t.f.srv.SendNotificationToSpecificClient(sid, method, params); err != nil {
 		t.f.log.Debug("relaying an MCP task's event", "method", method, "err", err)
-		return nil
+		return
 	}
 	t.f.markStream(sid) // mcp-go answers the session's later POSTs as event streams
-	return nil
 }
 
 // statusView is nekte.task.status's result, as the face reads it.
@@ -479,7 +474,7 @@ func taskMap(task mcp.Task) map[string]any {
 
 // status reads a task's status through the pipeline (nekte.task.status).
 func (t *taskFace) status(ctx context.Context, who faces.Caller, id string) (statusView, error) {
-	params, _ := json.Marshal(map[string]string{"task_id": id})
+	params, _ := json.Marshal(map[string]string{memberTaskID: id})
 	rt := t.f.gw.Acquire()
 	inv := rt.Pipeline().RunAs(ctx, who, nk.MethodTaskStatus, params, nil)
 	rt.Release()
@@ -530,8 +525,8 @@ func (t *taskFace) result(ctx context.Context, who faces.Caller, entry indexedTa
 		return nil, err
 	}
 	var m map[string]json.RawMessage
-	if json.Unmarshal(res, &m) != nil {
-		return res, nil
+	if err := json.Unmarshal(res, &m); err != nil || m == nil {
+		return res, nil //nolint:nilerr // not an object: relayed as it is
 	}
 	meta := map[string]json.RawMessage{}
 	if raw, ok := m["_meta"]; ok {
@@ -547,7 +542,7 @@ func (t *taskFace) result(ctx context.Context, who faces.Caller, entry indexedTa
 // result as the upstream sent it); a failed tool (TASK_FAILED) → a CallToolResult with
 // isError and the failure; a timeout → its error; cancelled → CANCELLED.
 func (t *taskFace) outcome(ctx context.Context, who faces.Caller, entry indexedTask) (json.RawMessage, error) {
-	params, _ := json.Marshal(map[string]string{"task_id": entry.ID})
+	params, _ := json.Marshal(map[string]string{memberTaskID: entry.ID})
 	var last taskEvent
 	send := func(msg []byte) error {
 		var ev taskEvent
@@ -652,7 +647,7 @@ func isTaskNotFound(err error) bool {
 // too, at once here or within nekte.tasks.poll_interval on another replica) and answered
 // in its new state. A task that has ended cannot be cancelled (invalid params).
 func (t *taskFace) cancel(ctx context.Context, who faces.Caller, tr *taskRequest, entry indexedTask) (json.RawMessage, error) {
-	params, _ := json.Marshal(map[string]string{"task_id": entry.ID, "reason": "cancelled over MCP"})
+	params, _ := json.Marshal(map[string]string{memberTaskID: entry.ID, "reason": "cancelled over MCP"})
 	rt := t.f.gw.Acquire()
 	inv := rt.Pipeline().RunAs(ctx, who, nk.MethodTaskCancel, params, nil)
 	rt.Release()

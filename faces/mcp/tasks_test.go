@@ -3,6 +3,7 @@ package mcpface
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -61,12 +62,12 @@ func (c *clock) add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func newTestIndex(t *testing.T, max int, ttl time.Duration) (*taskIndex, *clock) {
+func newTestIndex(t *testing.T, limit int, ttl time.Duration) (*taskIndex, *clock) {
 	t.Helper()
 	c := &clock{t: time.UnixMilli(1_800_000_000_000)}
 	kv := state.NewEmbedded(state.EmbeddedOptions{Now: c.now})
 	t.Cleanup(func() { _ = kv.Close() })
-	return &taskIndex{kv: kv, max: max, ttl: ttl, now: c.now}, c
+	return &taskIndex{kv: kv, max: limit, ttl: ttl, now: c.now}, c
 }
 
 func TestTaskIndexLimitAndExpiry(t *testing.T) {
@@ -83,7 +84,7 @@ func TestTaskIndexLimitAndExpiry(t *testing.T) {
 	}
 	// At the limit: one more is refused, for alice only.
 	err := x.add(ctx, "alice", entry("c", time.Minute))
-	if ge, ok := err.(*gateway.Error); !ok || ge.Code() != schemas.CodeQuota || ge.Data()["limit"] != 2 {
+	if ge, ok := errors.AsType[*gateway.Error](err); !ok || ge.Code() != schemas.CodeQuota || ge.Data()["limit"] != 2 {
 		t.Fatalf("the task past the limit: %v", err)
 	}
 	if err := x.add(ctx, "bob", entry("a", time.Minute)); err != nil {
