@@ -75,9 +75,11 @@ type taskFace struct {
 
 	// ctx ends when the face shuts down: the followers of task streams stop (the tasks
 	// go on).
-	ctx  context.Context
-	stop context.CancelFunc
-	wg   sync.WaitGroup
+	ctx    context.Context
+	stop   context.CancelFunc
+	mu     sync.Mutex // guards closed and the adding to wg
+	closed bool
+	wg     sync.WaitGroup
 }
 
 func newTaskFace(f *Face, cfg TasksConfig, kv state.KV, now func() time.Time) *taskFace {
@@ -122,6 +124,9 @@ func (t *taskFace) close() {
 	if t == nil {
 		return
 	}
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
 	t.stop()
 	t.wg.Wait()
 }
@@ -302,7 +307,14 @@ func (t *taskFace) create(ctx context.Context, who faces.Caller, tr *taskRequest
 		return nil, gateway.NewError(schemas.CodeUnavailable).With("reason", "the task store is unavailable").Wrap(err)
 	}
 	started := make(chan *gateway.Error, 1)
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		_ = t.index.remove(context.WithoutCancel(ctx), subject, entry.ID)
+		return nil, gateway.ShutdownError()
+	}
 	t.wg.Add(1)
+	t.mu.Unlock()
 	go t.follow(ctx, who, tr, entry, params, started)
 	var gerr *gateway.Error
 	select {
