@@ -28,8 +28,8 @@ import (
 // A tool is called as a task when its definition says execution.taskSupport "required"
 // (it cannot be called otherwise), or "optional" and the call runs inside a gateway task
 // (WithinTask). Any other call, and every call to an upstream that does not declare task
-// support or whose tasks are off (tasks.relay: false), is the plain call: the gateway's
-// own task wraps it.
+// support, speaks 2026-07-28 (whose tasks extension is not used) or whose tasks are off
+// (tasks.relay: false), is the plain call: the gateway's own task wraps it.
 
 // TasksConfig is an upstream's tasks section.
 type TasksConfig struct {
@@ -137,8 +137,12 @@ func (r *route) asTask(ctx context.Context) bool {
 	return s != nil && tasksCapable(s)
 }
 
-// tasksCapable reports whether the session's server declared task-augmented tools/call.
+// tasksCapable reports whether the session's server declared task-augmented tools/call,
+// on a handshake revision (2025-11-25): the tasks extension of 2026-07-28 is not used.
 func tasksCapable(s *session) bool {
+	if mcp.IsModernProtocol(s.version) {
+		return false
+	}
 	t := s.caps.Tasks
 	return t != nil && t.Requests != nil && t.Requests.Tools != nil && t.Requests.Tools.Call != nil
 }

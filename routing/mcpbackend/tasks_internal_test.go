@@ -114,3 +114,22 @@ func TestStatusSink(t *testing.T) {
 }
 
 func jsonNum(f float64) string { b, _ := json.Marshal(f); return string(b) }
+
+func TestTasksCapable(t *testing.T) {
+	all := mcp.ServerCapabilities{Tasks: mcp.NewTasksCapability()}
+	listOnly := mcp.ServerCapabilities{Tasks: &mcp.TasksCapability{List: &struct{}{}}}
+	for _, tc := range []struct {
+		version string
+		caps    mcp.ServerCapabilities
+		want    bool
+	}{
+		{mcp.ProtocolVersion20251125, all, true},
+		{mcp.ProtocolVersion20251125, listOnly, false},
+		{mcp.ProtocolVersion20251125, mcp.ServerCapabilities{}, false},
+		{mcp.ProtocolVersion20260728, all, false}, // the extension is not used
+	} {
+		if got := tasksCapable(&session{version: tc.version, caps: tc.caps}); got != tc.want {
+			t.Errorf("%s %+v: %v, want %v", tc.version, tc.caps.Tasks, got, tc.want)
+		}
+	}
+}
