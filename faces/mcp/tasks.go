@@ -18,7 +18,6 @@ import (
 	nk "github.com/gatehouse-dev/gatehouse/codecs/nekte"
 	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
-	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 	"github.com/gatehouse-dev/gatehouse/state"
 )
@@ -154,7 +153,7 @@ type taskParams struct {
 // params.task, or a task method. Anything else — a notification, a batch, a body mcp-go
 // must refuse — is left to the rest of the face.
 func classify(h http.Header, body []byte, lim jsonrpc.Limits) (taskRequest, bool) {
-	if !bytes.Contains(body, []byte(`"tasks/`)) && !bytes.Contains(body, []byte(`"task"`)) {
+	if !mayBeTask(body) {
 		return taskRequest{}, false
 	}
 	p, derr := jsonrpc.Decode(body, lim)
@@ -189,10 +188,19 @@ func classify(h http.Header, body []byte, lim jsonrpc.Limits) (taskRequest, bool
 	return tr, true
 }
 
+// mayBeTask is classify's cheap first look: a body that names neither a task method nor
+// a task member is none of them.
+func mayBeTask(body []byte) bool {
+	return bytes.Contains(body, []byte(`"tasks/`)) || bytes.Contains(body, []byte(`"task"`))
+}
+
 // serve answers r when it is a task request (classify) and reports whether it did. A
 // 2025-11-25 request must name a session the face checked; without one it is left to
 // mcp-go, which refuses it.
 func (t *taskFace) serve(w http.ResponseWriter, r *http.Request, fr *faceRequest) bool {
+	if !mayBeTask(fr.body) {
+		return false
+	}
 	ctx := r.Context()
 	principal, _ := ctx.Value(principalKey{}).(gateway.Principal)
 	rt := t.f.gw.Acquire()
@@ -343,9 +351,7 @@ func (t *taskFace) create(ctx context.Context, who faces.Caller, tr *taskRequest
 // which has no notifications, it stops at once. The task goes on either way.
 func (t *taskFace) follow(reqCtx context.Context, who faces.Caller, tr *taskRequest, entry indexedTask, params []byte, started chan<- *gateway.Error) {
 	defer t.wg.Done()
-	// The task's tool calls run within a gateway task: an upstream that offers the tool
-	// as an optional task of its own runs it as one (routing/mcpbackend tasks.go).
-	ctx, cancel := context.WithCancel(mcpbackend.WithinTask(context.WithoutCancel(reqCtx)))
+	ctx, cancel := context.WithCancel(context.WithoutCancel(reqCtx))
 	defer cancel()
 	stop := context.AfterFunc(t.ctx, cancel)
 	defer stop()

@@ -165,8 +165,12 @@ func (b *Bridge) callToolTask(ctx context.Context, r *route, args json.RawMessag
 	token := u.newToken()
 	u.progress.Store(token, sink.progress)
 	defer u.progress.Delete(token)
+	// The creating request is not cut short when ctx ends: a task the upstream created
+	// meanwhile would be left running, its id unknown. It is cancelled below instead.
+	cctx, stop := uncancelled(ctx)
+	defer stop()
 	var held *session
-	x, err := u.do(ctx, func(ctx context.Context, s *session) error {
+	x, err := u.do(cctx, func(ctx context.Context, s *session) error {
 		held = s
 		req := mcp.CallToolRequest{}
 		req.Params.Name = r.original
@@ -188,6 +192,10 @@ func (b *Bridge) callToolTask(ctx context.Context, r *route, args json.RawMessag
 	task := createdTask(x.result)
 	if task == nil {
 		return x.result, nil // the upstream answered at once
+	}
+	if ctx.Err() != nil { // ended while the task was being created
+		u.cancelTask(ctx, held, task.TaskId)
+		return nil, wrapContext(ctx.Err(), u.cfg.Name)
 	}
 	u.log.Debug("tracking an upstream task", "tool", r.original, "task_id", task.TaskId)
 	return b.trackTask(ctx, u, held, task, sink)
@@ -263,6 +271,14 @@ func stripRelatedTask(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	return out
+}
+
+// uncancelled is ctx without its cancellation but with its deadline and values.
+func uncancelled(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(context.WithoutCancel(ctx), dl)
+	}
+	return context.WithCancel(context.WithoutCancel(ctx))
 }
 
 // cancelTask sends tasks/cancel for an upstream task whose call's context ended, within
