@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -323,12 +324,19 @@ func (t *taskFace) create(ctx context.Context, who faces.Caller, tr *taskRequest
 	}
 	t.wg.Add(1)
 	t.mu.Unlock()
-	go t.follow(ctx, who, tr, entry, params, started)
+	race := &atomic.Int32{} // raceWaiting, then raceStarted (follow) or raceAbandoned (here)
+	go t.follow(ctx, who, tr, entry, params, started, race)
 	var gerr *gateway.Error
 	select {
 	case gerr = <-started:
 	case <-ctx.Done():
-		gerr = gateway.NewError(schemas.CodeCancelled)
+		if race.CompareAndSwap(raceWaiting, raceAbandoned) {
+			// The caller went away before the task started: none is left behind (follow
+			// cancels it if it starts still).
+			gerr = gateway.NewError(schemas.CodeCancelled)
+		} else {
+			gerr = <-started // it started: answered as usual, for whoever still listens
+		}
 	}
 	if gerr != nil {
 		_ = t.index.remove(context.WithoutCancel(ctx), subject, entry.ID)
@@ -347,9 +355,11 @@ func (t *taskFace) create(ctx context.Context, who faces.Caller, tr *taskRequest
 // started is sent instead). On 2025-11-25 it then relays the task's status changes to the
 // creating session as notifications/tasks/status, and its progress as
 // notifications/progress under the call's progress token, until the task ends, the
-// session is gone, the call's deadline passes or the face shuts down; on 2026-07-28,
-// which has no notifications, it stops at once. The task goes on either way.
-func (t *taskFace) follow(reqCtx context.Context, who faces.Caller, tr *taskRequest, entry indexedTask, params []byte, started chan<- *gateway.Error) {
+// call's deadline passes or the face shuts down; on 2026-07-28, which has no
+// notifications, it stops at once. The task goes on either way — unless create gave up
+// waiting first (its caller went away), when the task just started is cancelled.
+func (t *taskFace) follow(reqCtx context.Context, who faces.Caller, tr *taskRequest, entry indexedTask, params []byte,
+	started chan<- *gateway.Error, race *atomic.Int32) {
 	defer t.wg.Done()
 	ctx, cancel := context.WithCancel(context.WithoutCancel(reqCtx))
 	defer cancel()
@@ -359,6 +369,10 @@ func (t *taskFace) follow(reqCtx context.Context, who faces.Caller, tr *taskRequ
 	send := func(msg []byte) error {
 		if !signalled {
 			signalled = true
+			if !race.CompareAndSwap(raceWaiting, raceStarted) {
+				t.abandon(ctx, who, entry.ID)
+				return errDetached
+			}
 			started <- nil
 		}
 		if tr.sid == "" {
@@ -370,11 +384,29 @@ func (t *taskFace) follow(reqCtx context.Context, who faces.Caller, tr *taskRequ
 	rt := t.f.gw.Acquire()
 	inv := rt.Pipeline().RunAs(ctx, who, nk.MethodDelegate, params, send)
 	rt.Release()
-	if !signalled {
+	if !signalled && race.CompareAndSwap(raceWaiting, raceStarted) {
 		if inv.Err == nil {
 			inv.Err = gateway.NewError(schemas.CodeInternal).With("reason", "the task's stream ended before it started")
 		}
 		started <- inv.Err
+	}
+}
+
+// The states of the race between create giving up and follow seeing the task start.
+const (
+	raceWaiting int32 = iota
+	raceStarted
+	raceAbandoned
+)
+
+// abandon cancels a task whose creator went away before it was told of it.
+func (t *taskFace) abandon(ctx context.Context, who faces.Caller, id string) {
+	params, _ := json.Marshal(map[string]string{memberTaskID: id, "reason": "the MCP caller went away before the task was answered"})
+	rt := t.f.gw.Acquire()
+	inv := rt.Pipeline().RunAs(ctx, who, nk.MethodTaskCancel, params, nil)
+	rt.Release()
+	if inv.Err != nil {
+		t.f.log.Debug("cancelling an abandoned MCP task", "task_id", id, "err", inv.Err)
 	}
 }
 
