@@ -302,6 +302,12 @@ func (c *Config) validate(doc *loader.Document) (compiled, loader.ErrorList) {
 		if err := f.ListCache.Validate(); err != nil {
 			bad("mcp_face.list_cache", "%v", err)
 		}
+		if err := f.Tasks.Validate(); err != nil {
+			bad("mcp_face.tasks", "%v", err)
+		}
+		if f.Tasks.Enabled != nil && *f.Tasks.Enabled && c.Nekte == nil {
+			bad("mcp_face.tasks.enabled", "MCP tasks run as the gateway's NEKTE tasks: add the nekte section")
+		}
 	}
 	if sc := c.Session; sc != nil {
 		if err := sc.Validate(); err != nil {

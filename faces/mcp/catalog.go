@@ -72,7 +72,9 @@ func (f *Face) publish(target *mcpbackend.Target) {
 		for _, e := range cat.Tools {
 			if e.Available {
 				method := target.Namespace() + e.Name
-				tools = append(tools, mcpserver.ServerTool{Tool: toolOf(e), Handler: f.callTool(method)})
+				tool := toolOf(e)
+				f.tasks.mark(&tool) // callable as a task when MCP tasks are on (tasks.go)
+				tools = append(tools, mcpserver.ServerTool{Tool: tool, Handler: f.callTool(method)})
 				fast[e.Name] = method
 			}
 		}

@@ -37,6 +37,9 @@ type Config struct {
 	// ListCache bounds the cache of the lists the face narrows per caller (tools/list,
 	// resources/list, resources/templates/list, prompts/list); absent, the defaults.
 	ListCache ListCacheConfig `yaml:"list_cache" json:"list_cache,omitzero"`
+	// Tasks turns on MCP tasks on /mcp (task-augmented tools/call, tasks/*), run as the
+	// gateway's own tasks (tasks.go); absent, off.
+	Tasks TasksConfig `yaml:"tasks" json:"tasks,omitzero"`
 }
 
 // ListCacheConfig is mcp_face.list_cache: the in-process cache of the lists the face

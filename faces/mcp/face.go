@@ -38,6 +38,7 @@ type Face struct {
 
 	fast  fastPath   // the tools/call fast path (fastcall.go)
 	lists *listCache // the narrowed lists (listcache.go); nil when mcp_face.list_cache is off
+	tasks *taskFace  // MCP tasks (tasks.go); nil when mcp_face.tasks is off or serving stdio
 
 	mu          sync.Mutex
 	bound       *mcpbackend.Target
@@ -97,7 +98,7 @@ func New(gw Gateway, o Options) *Face {
 	hooks.AddAfterListResourceTemplates(f.visibleTemplates)
 	hooks.AddAfterListPrompts(f.visiblePrompts)
 	hooks.AddAfterReadResource(f.readHints) // the upstream's cache hints (read.go)
-	f.srv = mcpserver.NewMCPServer("gatehouse", o.Version,
+	opts := []mcpserver.ServerOption{
 		mcpserver.WithToolCapabilities(true),
 		mcpserver.WithResourceCapabilities(true, true),
 		mcpserver.WithPromptCapabilities(true),
@@ -105,7 +106,12 @@ func New(gw Gateway, o Options) *Face {
 		mcpserver.WithCompletions(),
 		mcpserver.WithPromptCompletionProvider(faceCompletions{f}),
 		mcpserver.WithResourceCompletionProvider(faceCompletions{f}),
-		mcpserver.WithHooks(hooks))
+		mcpserver.WithHooks(hooks)}
+	if cfg.Tasks.on() && !o.Stdio {
+		f.tasks = newTaskFace(f, cfg.Tasks, o.State, o.Now)
+		opts = append(opts, taskServerOptions()...)
+	}
+	f.srv = mcpserver.NewMCPServer("gatehouse", o.Version, opts...)
 	if o.Stdio {
 		return f
 	}
@@ -139,6 +145,7 @@ func (f *Face) Shutdown(ctx context.Context) error {
 	}
 	f.mu.Unlock()
 	f.stopAgentWatch()
+	f.tasks.close()
 	if f.sse != nil {
 		f.sse.CloseSessions()
 	}
@@ -177,6 +184,9 @@ func (f *Face) Serve(w http.ResponseWriter, r *http.Request) {
 	fr := faceRequestOf(r.Context())
 	if r.Method != http.MethodPost || fr == nil {
 		f.handler.ServeHTTP(bw, r)
+		return
+	}
+	if f.tasks != nil && f.tasks.serve(bw, r, fr) { // MCP tasks (tasks.go)
 		return
 	}
 	if fr.sessionChecked {

@@ -295,6 +295,9 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args json.RawMessage
 	progress := progressFrom(ctx)
 	start := time.Now()
 	defer func() { gateway.ObserverFrom(ctx).ToolCalled(name, r.up.cfg.Name, time.Since(start)) }()
+	if r.asTask(ctx) { // the upstream runs it as a task of its own (tasks.go)
+		return b.callToolTask(ctx, r, args)
+	}
 	x, err := r.up.do(ctx, func(ctx context.Context, s *session) error {
 		var token string
 		if progress != nil {

@@ -84,6 +84,8 @@ type Config struct {
 	SessionAffinity string `yaml:"session_affinity" json:"session_affinity,omitempty"`
 	// CallerSessions bounds the callers' sessions under session_affinity caller.
 	CallerSessions CallerSessionsConfig `yaml:"caller_sessions" json:"caller_sessions"`
+	// Tasks says how tools the server runs as tasks of its own are called (tasks.go).
+	Tasks TasksConfig `yaml:"tasks" json:"tasks"`
 }
 
 // CallerSessionsConfig bounds the upstream sessions kept for callers under
@@ -423,6 +425,9 @@ func (c Config) validate() error {
 		if p.v != PolicyRefuse && p.v != PolicyClient && p.v != PolicyRoute {
 			return fmt.Errorf("%s must be %s, %s or %s", p.key, PolicyRefuse, PolicyClient, PolicyRoute)
 		}
+	}
+	if err := c.Tasks.validate(); err != nil {
+		return err
 	}
 	return c.DownstreamToken.Validate()
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
+	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
 )
 
 // Causes with which a run's context is cancelled; the run reads them to know whether it
@@ -107,6 +108,7 @@ func (rs *runSet) shut(cause error) {
 func (s *Service) start(parent context.Context, r *record, c capability.Capability, env *envelope, cp *Checkpoint) error {
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	ctx = withTaskID(withEnvelope(withCheckpoint(ctx, cp), env), r.ID)
+	ctx = mcpbackend.WithinTask(ctx) // a tool its upstream offers as a task runs as one there
 	rn := &run{owner: r.Owner, id: r.ID, attempt: r.Attempt, cancel: cancel, done: make(chan struct{})}
 	key := taskKey(r.Owner, r.ID)
 	if !s.runs.add(key, rn) {
