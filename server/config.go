@@ -302,6 +302,9 @@ func (c *Config) validate(doc *loader.Document) (compiled, loader.ErrorList) {
 		if err := f.ListCache.Validate(); err != nil {
 			bad("mcp_face.list_cache", "%v", err)
 		}
+		if err := f.MRTR.Validate(); err != nil {
+			bad("mcp_face.mrtr", "%v", err)
+		}
 	}
 	if sc := c.Session; sc != nil {
 		if err := sc.Validate(); err != nil {

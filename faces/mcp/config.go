@@ -37,6 +37,9 @@ type Config struct {
 	// ListCache bounds the cache of the lists the face narrows per caller (tools/list,
 	// resources/list, resources/templates/list, prompts/list); absent, the defaults.
 	ListCache ListCacheConfig `yaml:"list_cache" json:"list_cache,omitzero"`
+	// MRTR bounds the calls held for the answers of 2026-07-28 callers to their upstream's
+	// input requests (mrtrconfig.go); absent, the defaults.
+	MRTR MRTRConfig `yaml:"mrtr" json:"mrtr,omitzero"`
 }
 
 // ListCacheConfig is mcp_face.list_cache: the in-process cache of the lists the face

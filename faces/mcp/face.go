@@ -38,6 +38,7 @@ type Face struct {
 
 	fast  fastPath   // the tools/call fast path (fastcall.go)
 	lists *listCache // the narrowed lists (listcache.go); nil when mcp_face.list_cache is off
+	mrtr  *mrtr      // calls waiting for their 2026-07-28 caller's input (mrtr.go)
 
 	mu          sync.Mutex
 	bound       *mcpbackend.Target
@@ -106,9 +107,11 @@ func New(gw Gateway, o Options) *Face {
 		mcpserver.WithResourceCompletionProvider(faceCompletions{f}),
 		mcpserver.WithHooks(hooks))
 	if o.Stdio {
+		f.mrtr = newMRTR(cfg.MRTR, []byte(cfg.SessionKey), nil, f.srv, o.Now, o.Log)
 		return f
 	}
 	f.sessions = newMCPSessions(cfg, o.State, o.Now, o.Log)
+	f.mrtr = newMRTR(cfg.MRTR, f.sessions.signer.key, o.State, f.srv, o.Now, o.Log)
 	f.sessions.record(hooks)
 	f.trackSessions(hooks)
 	f.handler = mcpserver.NewStreamableHTTPServer(f.srv,
@@ -138,6 +141,7 @@ func (f *Face) Shutdown(ctx context.Context) error {
 	}
 	f.mu.Unlock()
 	f.stopAgentWatch()
+	f.mrtr.close()
 	if f.sse != nil {
 		f.sse.CloseSessions()
 	}
