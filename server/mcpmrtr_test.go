@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/gatehouse-dev/gatehouse/internal/redistest"
 )
@@ -359,5 +361,105 @@ func TestMCPMRTRAcrossReplicas(t *testing.T) {
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("the lost call took %v to tell", d)
+	}
+}
+
+// askingUpstream is an mcp-go server whose prompt "confirm" asks for an elicitation (a
+// multi round-trip handler: mcp-go sends a 2025-11-25 client the request itself) and
+// whose resource "ask://me" asks for one during the read, as a 2025-11-25 server can.
+func askingUpstream(t *testing.T) string {
+	t.Helper()
+	srv := mcpserver.NewMCPServer("asking", "1", mcpserver.WithPromptCapabilities(false), mcpserver.WithResourceCapabilities(false, false))
+	srv.AddPrompt(mcp.NewPrompt("confirm"), func(_ context.Context, r mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		if answer := mcpserver.ElicitationResponse(r.Params.InputResponses, "ok"); answer != nil {
+			raw, _ := json.Marshal(answer.Content)
+			return mcp.NewGetPromptResult("confirmed", []mcp.PromptMessage{
+				mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(string(answer.Action)+" "+string(raw)))}), nil
+		}
+		return mcpserver.NewInputRequestBuilder("").Elicit("ok", mcp.ElicitationParams{Message: "sure?",
+			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"username":{"type":"string"}}}`)}).PromptResult(), nil
+	})
+	srv.AddResource(mcp.NewResource("ask://me", "me"), func(ctx context.Context, _ mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		req := mcp.ElicitationRequest{}
+		req.Params = mcp.ElicitationParams{Message: "read?", RequestedSchema: json.RawMessage(`{"type":"object"}`)}
+		if _, err := srv.RequestElicitation(ctx, req); err != nil {
+			return nil, err
+		}
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: "ask://me", Text: "read"}}, nil
+	})
+	h := mcpserver.NewStreamableHTTPServer(srv)
+	hs := httptest.NewServer(h)
+	t.Cleanup(func() {
+		_ = h.Shutdown(context.Background())
+		hs.Close()
+	})
+	return hs.URL + "/mcp"
+}
+
+// TestMCPMRTRPromptsAndReads: prompts/get takes part in multi round trips as tools/call
+// does, for an upstream of either revision; a resources/read cannot carry input requests
+// (mcp-go's resource handlers return contents only), and the upstream's request during
+// one is refused with that reason.
+func TestMCPMRTRPromptsAndReads(t *testing.T) {
+	for _, version := range []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20260728} {
+		t.Run(version, func(t *testing.T) {
+			ts := startWith(t, mrtrYAML(askingUpstream(t), version, "", ""), Options{})
+			waitFor(t, func() bool { return len(ts.mcp.MCPServer().ListPrompts()) > 0 })
+			c := modernClient(t, ts.base+"/mcp", "alice-key", nil, true)
+			req := mcp.GetPromptRequest{}
+			req.Params.Name = "confirm"
+			res, err := c.GetPrompt(ctxFor(t, 15*time.Second), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Messages) != 1 || res.Description != "confirmed" {
+				t.Fatalf("prompt: %+v", res)
+			}
+			if tc, ok := res.Messages[0].Content.(mcp.TextContent); !ok || !strings.Contains(tc.Text, `accept {`) || !strings.Contains(tc.Text, `"asked":"sure?"`) {
+				t.Fatalf("prompt message: %+v", res.Messages[0].Content)
+			}
+			if version != mcp.ProtocolVersion20251125 {
+				return // a 2026-07-28 server sends no requests during a read
+			}
+			rr := mcp.ReadResourceRequest{}
+			rr.Params.URI = "ask://me"
+			_, err = c.ReadResource(ctxFor(t, 15*time.Second), rr)
+			if err == nil || !strings.Contains(err.Error(), "only tools/call and prompts/get can carry input requests") {
+				t.Fatalf("a read whose upstream asks: %v", err)
+			}
+		})
+	}
+}
+
+// TestMCPMRTRConfigKeys: mcp_face.mrtr's keys are read, and refused below their edge.
+func TestMCPMRTRConfigKeys(t *testing.T) {
+	tests := []struct {
+		mrtr string
+		want string // "" valid
+	}{
+		{"{}", ""},
+		{"{parked_timeout: 1ms, max_parked: 1, forward_timeout: 30ms}", ""},
+		{"{forward_timeout: 29ms}", "forward_timeout must be at least 30ms"},
+		{"{parked_timeout: -1s}", "parked_timeout"},
+		{"{max_parked: -1}", "max_parked"},
+		{"{forward_timeout: -1s}", "forward_timeout"},
+		{"{parked: 1s}", "parked"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mrtr, func(t *testing.T) {
+			cfg, err := Parse("test.yaml", []byte(mrtrYAML("http://127.0.0.1:1/mcp", mcp.ProtocolVersion20260728, ", mrtr: "+tt.mrtr, "")))
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tt.mrtr != "{}" && (cfg.MCPFace.MRTR.ParkedTimeout != time.Millisecond || cfg.MCPFace.MRTR.MaxParked != 1 || cfg.MCPFace.MRTR.ForwardTimeout != 30*time.Millisecond) {
+					t.Fatalf("read %+v", cfg.MCPFace.MRTR)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "mcp_face") || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Parse = %v, want an error naming mcp_face and %q", err, tt.want)
+			}
+		})
 	}
 }
