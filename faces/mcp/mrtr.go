@@ -498,6 +498,9 @@ func (m *mrtr) resume(ctx context.Context, st mrtrState, responses map[string]js
 
 // close ends every call (Face.Shutdown) and waits for their runs and the bus listener.
 func (m *mrtr) close() {
+	if m == nil {
+		return
+	}
 	m.mu.Lock()
 	m.closed = true
 	calls := make([]*mrtrCall, 0, len(m.calls))
