@@ -266,7 +266,12 @@ func TestMCPMRTRBadRequestState(t *testing.T) {
 	id, st = r.ask(short.base, "alice-key", "test_sampling")
 	time.Sleep(300 * time.Millisecond)
 	wantRefused(t, r.call(short.base, "alice-key", "test_sampling", samplingRetry(id, st)), "expired")
-	waitFor(t, func() bool { return strings.Contains(short.logs.String(), "did not answer in time") })
+	// The parked call was ended: its upstream call cancelled.
+	waitFor(t, func() bool {
+		logs := short.logs.String()
+		return strings.Contains(logs, "did not answer in time") &&
+			strings.Contains(logs, `msg="call failed" method=mcp.test_sampling`) && strings.Contains(logs, "CANCELLED (-32024)")
+	})
 }
 
 // alternate sends each request to the next of its hosts in turn, and records the host of
@@ -307,11 +312,17 @@ func (a *alternate) RoundTrip(req *http.Request) (*http.Response, error) {
 // refused as lost within forward_timeout.
 func TestMCPMRTRAcrossReplicas(t *testing.T) {
 	srv := redistest.Start(t)
+	for _, version := range []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20260728} {
+		t.Run(version, func(t *testing.T) { mrtrAcrossReplicas(t, srv, version) })
+	}
+}
+
+func mrtrAcrossReplicas(t *testing.T, srv *redistest.Server, version string) {
 	upstream := serveDemoMCP(t)
 	store := fmt.Sprintf("state: {backend: redis, redis: {addrs: [%q], key_prefix: %q}}\n", srv.Addr, srv.Prefix(t))
 	face := ", mrtr: {forward_timeout: 500ms}"
-	a := startWith(t, mrtrYAML(upstream, mcp.ProtocolVersion20251125, face, store), Options{})
-	b := startWith(t, mrtrYAML(upstream, mcp.ProtocolVersion20251125, face, store), Options{})
+	a := startWith(t, mrtrYAML(upstream, version, face, store), Options{})
+	b := startWith(t, mrtrYAML(upstream, version, face, store), Options{})
 	waitForTools(t, a)
 	waitForTools(t, b)
 	hostA, hostB := a.BoundaryAddr().String(), b.BoundaryAddr().String()
