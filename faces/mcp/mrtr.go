@@ -14,6 +14,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 	"github.com/gatehouse-dev/gatehouse/state"
@@ -415,7 +416,8 @@ func callLost(why string) *gateway.Error {
 func (m *mrtr) retry(ctx context.Context, p mrtrParams) mrtrOutcome {
 	st, err := m.check(ctx, p)
 	if err != nil {
-		return mrtrOutcome{Err: err}
+		m.log.DebugContext(ctx, "MCP multi round trip: retry refused", "method", p.method, "name", p.name, "err", err)
+		return mrtrOutcome{Err: err, TraceID: observability.NewTraceID()}
 	}
 	responses := make(map[string]json.RawMessage, len(p.responses))
 	for id, r := range p.responses {
