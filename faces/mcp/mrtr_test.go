@@ -231,6 +231,17 @@ func TestMRTRRounds(t *testing.T) {
 	}
 }
 
+// altered is token with one character of its payload changed.
+func altered(token string) string {
+	b := []byte(token)
+	if b[3] == 'A' {
+		b[3] = 'B'
+	} else {
+		b[3] = 'A'
+	}
+	return string(b)
+}
+
 func (m *mrtr) parkedCount() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -271,7 +282,7 @@ func TestMRTRRetryChecks(t *testing.T) {
 		{"another issuer", issuer, "other_caller"},
 		{"another method", prompt, "other_request"},
 		{"another tool", tool, "other_request"},
-		{"altered", alice(first.State[:len(first.State)-2]+"AA", nil), "invalid"},
+		{"altered", alice(altered(first.State), nil), "invalid"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
