@@ -233,7 +233,14 @@ func (m *mrtr) start(ctx context.Context, p mrtrParams, invoke func(ctx context.
 	c := &mrtrCall{principal: principalHash(p.principal), target: targetHash(p.method, p.name),
 		notify: make(chan struct{}, 1), sent: map[string]*mrtrAsk{}, live: ctx}
 	_, _ = rand.Read(c.id[:])
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// The call outlives the request that starts it, but not a deadline the request had.
+	var rctx context.Context
+	var cancel context.CancelFunc
+	if dl, ok := ctx.Deadline(); ok {
+		rctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), dl)
+	} else {
+		rctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
+	}
 	c.cancel = cancel
 	m.mu.Lock()
 	if m.closed {

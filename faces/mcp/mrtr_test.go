@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -471,5 +472,28 @@ func TestMRTRForwarded(t *testing.T) {
 	}
 	if d := time.Since(began); d < cfg.ForwardTimeout {
 		t.Fatalf("lost after %v, before forward_timeout", d)
+	}
+}
+
+// TestMRTRKeepsTheDeadline: the call outlives the request that started it, but keeps the
+// deadline that request had.
+func TestMRTRKeepsTheDeadline(t *testing.T) {
+	m := newTestMRTR(t, MRTRConfig{}, nil)
+	dl := time.Now().Add(time.Hour)
+	ctx, cancel := context.WithDeadline(context.Background(), dl)
+	defer cancel()
+	out := m.run(ctx, alice("", nil), func(ctx context.Context, _ func() context.Context) mrtrOutcome {
+		got, ok := ctx.Deadline()
+		return mrtrOutcome{Result: json.RawMessage(strconv.FormatBool(ok && got.Equal(dl)))}
+	})
+	if string(out.Result) != "true" {
+		t.Fatalf("the call's deadline kept: %s", out.Result)
+	}
+	out = m.run(context.Background(), alice("", nil), func(ctx context.Context, _ func() context.Context) mrtrOutcome {
+		_, ok := ctx.Deadline()
+		return mrtrOutcome{Result: json.RawMessage(strconv.FormatBool(ok))}
+	})
+	if string(out.Result) != "false" {
+		t.Fatalf("a deadline where the request had none: %s", out.Result)
 	}
 }
