@@ -308,6 +308,9 @@ func (c *Config) validate(doc *loader.Document) (compiled, loader.ErrorList) {
 		if f.Tasks.Enabled != nil && *f.Tasks.Enabled && c.Nekte == nil {
 			bad("mcp_face.tasks.enabled", "MCP tasks run as the gateway's NEKTE tasks: add the nekte section")
 		}
+		if err := f.MRTR.Validate(); err != nil {
+			bad("mcp_face.mrtr", "%v", err)
+		}
 	}
 	if sc := c.Session; sc != nil {
 		if err := sc.Validate(); err != nil {

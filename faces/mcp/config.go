@@ -40,6 +40,9 @@ type Config struct {
 	// Tasks turns on MCP tasks on /mcp (task-augmented tools/call, tasks/*), run as the
 	// gateway's own tasks (tasks.go); absent, off.
 	Tasks TasksConfig `yaml:"tasks" json:"tasks,omitzero"`
+	// MRTR bounds the calls held for the answers of 2026-07-28 callers to their upstream's
+	// input requests (mrtrconfig.go); absent, the defaults.
+	MRTR MRTRConfig `yaml:"mrtr" json:"mrtr,omitzero"`
 }
 
 // ListCacheConfig is mcp_face.list_cache: the in-process cache of the lists the face

@@ -4,7 +4,8 @@
 // prompts/get and completion/complete run through the pipeline as the MCP caller. It owns
 // its configuration (Config, the mcp_face section), the signed session IDs and their table
 // in the state store, the per-caller filtering of its lists, the relay of upstream
-// progress, logs, sampling and elicitation to the calling session, resource
+// progress, logs, sampling and elicitation to the calling session (to a 2026-07-28
+// caller as multi round-trip requests, held across replicas: mrtr.go), resource
 // subscriptions, the refusals it rewrites as the gateway's errors, and the OAuth
 // protected-resource metadata of /mcp.
 //

@@ -39,6 +39,7 @@ type Face struct {
 	fast  fastPath   // the tools/call fast path (fastcall.go)
 	lists *listCache // the narrowed lists (listcache.go); nil when mcp_face.list_cache is off
 	tasks *taskFace  // MCP tasks (tasks.go); nil when mcp_face.tasks is off or serving stdio
+	mrtr  *mrtr      // calls waiting for their 2026-07-28 caller's input (mrtr.go)
 
 	mu          sync.Mutex
 	bound       *mcpbackend.Target
@@ -113,9 +114,11 @@ func New(gw Gateway, o Options) *Face {
 	}
 	f.srv = mcpserver.NewMCPServer("gatehouse", o.Version, opts...)
 	if o.Stdio {
+		f.mrtr = newMRTR(cfg.MRTR, []byte(cfg.SessionKey), nil, f.srv, o.Now, o.Log)
 		return f
 	}
 	f.sessions = newMCPSessions(cfg, o.State, o.Now, o.Log)
+	f.mrtr = newMRTR(cfg.MRTR, f.sessions.signer.key, o.State, f.srv, o.Now, o.Log)
 	f.sessions.record(hooks)
 	f.trackSessions(hooks)
 	f.handler = mcpserver.NewStreamableHTTPServer(f.srv,
@@ -146,6 +149,7 @@ func (f *Face) Shutdown(ctx context.Context) error {
 	f.mu.Unlock()
 	f.stopAgentWatch()
 	f.tasks.close()
+	f.mrtr.close()
 	if f.sse != nil {
 		f.sse.CloseSessions()
 	}

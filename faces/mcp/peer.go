@@ -48,8 +48,15 @@ func (f *Face) peerWith(ctx context.Context, st *callStream) context.Context {
 	}
 	if info := mcpserver.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
 		// 2026-07-28 has no server-initiated requests, and the level is the request's own.
-		p.caps.LogLevel = string(info.LogLevel)
-		p.caps.NoRequests = "protocol " + info.ProtocolVersion + " has no requests from the server during a call"
+		// A tools/call or prompts/get whose request declared sampling or elicitation is a
+		// multi round-trip call with a peer of its own (mrtr.go); any other request (a
+		// read, a completion) cannot carry input requests, and one that declared neither
+		// capability is refused for want of it (mcpbackend's relay names it).
+		p.caps = modernCaps(info)
+		if p.caps.Sampling || p.caps.Elicitation {
+			p.caps.Sampling, p.caps.Elicitation = false, false
+			p.caps.NoRequests = "on protocol " + info.ProtocolVersion + " only tools/call and prompts/get can carry input requests (multi round trip)"
+		}
 		return mcpbackend.WithPeer(ctx, p)
 	}
 	if ci, ok := session.(mcpserver.SessionWithClientInfo); ok {

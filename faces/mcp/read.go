@@ -38,26 +38,37 @@ type getParams struct {
 // returns its result; an error is the gateway's, recorded on the request for
 // refusalWriter.
 func (f *Face) runRead(ctx context.Context, target *mcpbackend.Target, op string, params any, meta *mcp.Meta) (json.RawMessage, error) {
+	out := f.invokeRead(f.withPeer(ctx), target, op, params, meta) // upstream log messages during the read reach this session
+	return readResult(ctx, out.Result, out.Err, out.TraceID)
+}
+
+// invokeRead runs one read method of target with params through the pipeline as the MCP
+// caller of ctx.
+func (f *Face) invokeRead(ctx context.Context, target *mcpbackend.Target, op string, params any, meta *mcp.Meta) faces.Invoked {
 	raw, err := json.Marshal(params)
 	if err != nil {
-		return nil, gateway.NewError(schemas.CodeInternal).Wrap(err)
+		return faces.Invoked{Err: gateway.NewError(schemas.CodeInternal).Wrap(err)}
 	}
 	principal, _ := ctx.Value(principalKey{}).(gateway.Principal)
-	ctx = f.withPeer(ctx) // upstream log messages during the read reach this session
 	rt := f.gw.Acquire()
+	defer rt.Release()
 	if meta != nil && rt.Pipeline().Tracer != nil {
 		ctx = observability.ExtractMeta(ctx, meta.AdditionalFields) // params._meta.traceparent
 	}
 	who := faces.Caller{Principal: principal, Zone: callerZone(ctx), Protocol: gateway.ProtocolMCP}
-	out := rt.Pipeline().RunAs(ctx, who, target.Namespace()+op, raw, nil)
-	rt.Release()
-	if out.Err != nil {
+	return rt.Pipeline().RunAs(ctx, who, target.Namespace()+op, raw, nil)
+}
+
+// readResult is a read's result, or its error recorded on the request of ctx for
+// refusalWriter.
+func readResult(ctx context.Context, result []byte, e *gateway.Error, traceID string) (json.RawMessage, error) {
+	if e != nil {
 		if fr := faceRequestOf(ctx); fr != nil {
-			fr.refusal = &mcpRefusal{err: out.Err, traceID: out.TraceID}
+			fr.refusal = &mcpRefusal{err: e, traceID: traceID}
 		}
-		return nil, out.Err
+		return nil, e
 	}
-	return out.Result, nil
+	return result, nil
 }
 
 // readResource answers resources/read for a resource or resource template of target.
@@ -82,6 +93,9 @@ func (f *Face) readResource(target *mcpbackend.Target) mcpserver.ResourceHandler
 func (f *Face) getPrompt(target *mcpbackend.Target) mcpserver.PromptHandlerFunc {
 	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		params := getParams{Name: req.Params.Name, Arguments: req.Params.Arguments}
+		if p, ok := f.mrtrRequest(ctx, string(mcp.MethodPromptsGet), req.Params.Name, req.Params.MultiRoundTripParams); ok {
+			return f.getPromptMRTR(ctx, target, params, req.Params.Meta, p) // mrtrface.go
+		}
 		raw, err := f.runRead(ctx, target, mcpbackend.MethodPromptsGet, params, req.Params.Meta)
 		if err != nil {
 			return nil, err

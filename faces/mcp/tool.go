@@ -18,33 +18,48 @@ import (
 // returned as its CallToolResult (isError), as MCP clients expect.
 func (f *Face) callTool(method string) mcpserver.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		args, err := json.Marshal(req.GetRawArguments())
-		if err != nil || string(args) == "null" {
-			args = []byte("{}")
+		if p, ok := f.mrtrRequest(ctx, string(mcp.MethodToolsCall), req.Params.Name, req.Params.MultiRoundTripParams); ok {
+			return f.callToolMRTR(ctx, method, req, p) // mrtrface.go
 		}
-		principal, _ := ctx.Value(principalKey{}).(gateway.Principal)
 		ctx = f.withPeer(ctx) // upstream logs and requests during the call reach this session
 		if meta := req.Params.Meta; meta != nil && meta.ProgressToken != nil {
 			ctx = f.relayProgress(ctx, meta.ProgressToken, nil)
 		}
-		rt := f.gw.Acquire()
-		if meta := req.Params.Meta; meta != nil && rt.Pipeline().Tracer != nil {
-			ctx = observability.ExtractMeta(ctx, meta.AdditionalFields) // params._meta.traceparent
-		}
-		out := rt.Pipeline().RunAs(ctx, faces.Caller{Principal: principal, Zone: callerZone(ctx), Protocol: gateway.ProtocolMCP}, method, args, nil)
-		rt.Release()
-		raw := json.RawMessage(out.Result)
-		if out.Err != nil {
-			if out.Err.Code() != schemas.CodeToolFailed {
-				if fr := faceRequestOf(ctx); fr != nil {
-					fr.refusal = &mcpRefusal{err: out.Err, traceID: out.TraceID}
-				}
-				return nil, out.Err
-			}
-			raw, _ = json.Marshal(out.Err.Data()["result"])
-		}
-		return mcp.ParseCallToolResult(&raw)
+		out := f.invokeTool(ctx, method, req)
+		return toolResult(ctx, out.Result, out.Err, out.TraceID)
 	}
+}
+
+// invokeTool runs the tool call req through the pipeline as the MCP caller of ctx.
+func (f *Face) invokeTool(ctx context.Context, method string, req mcp.CallToolRequest) faces.Invoked {
+	args, err := json.Marshal(req.GetRawArguments())
+	if err != nil || string(args) == "null" {
+		args = []byte("{}")
+	}
+	principal, _ := ctx.Value(principalKey{}).(gateway.Principal)
+	rt := f.gw.Acquire()
+	defer rt.Release()
+	if meta := req.Params.Meta; meta != nil && rt.Pipeline().Tracer != nil {
+		ctx = observability.ExtractMeta(ctx, meta.AdditionalFields) // params._meta.traceparent
+	}
+	return rt.Pipeline().RunAs(ctx, faces.Caller{Principal: principal, Zone: callerZone(ctx), Protocol: gateway.ProtocolMCP}, method, args, nil)
+}
+
+// toolResult is the answer to a tools/call of the request of ctx whose pipeline run gave
+// result or failed with e: a tool that failed is its CallToolResult (isError); any
+// other error is recorded on the request for refusalWriter.
+func toolResult(ctx context.Context, result []byte, e *gateway.Error, traceID string) (*mcp.CallToolResult, error) {
+	raw := json.RawMessage(result)
+	if e != nil {
+		if e.Code() != schemas.CodeToolFailed {
+			if fr := faceRequestOf(ctx); fr != nil {
+				fr.refusal = &mcpRefusal{err: e, traceID: traceID}
+			}
+			return nil, e
+		}
+		raw, _ = json.Marshal(e.Data()["result"])
+	}
+	return mcp.ParseCallToolResult(&raw)
 }
 
 // relayProgress forwards the upstream's progress notifications for this call to the
