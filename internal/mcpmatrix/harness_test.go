@@ -306,6 +306,10 @@ type alternating struct {
 	served []atomic.Int64
 }
 
+// newSticky is a reverse proxy sending every request to bases[0], as a balancer with
+// session affinity would.
+func newSticky(t *testing.T, bases []string) *alternating { return newAlternating(t, bases[:1]) }
+
 func newAlternating(t *testing.T, bases []string) *alternating {
 	t.Helper()
 	targets := make([]*url.URL, len(bases))

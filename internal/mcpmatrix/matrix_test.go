@@ -55,6 +55,12 @@ func match(table []pendingCell, clientVersion, server, step string) (pendingCell
 	return pendingCell{}, false
 }
 
+// stickySteps run a second time for 2025 callers, through one replica (stickySuffix in the
+// summary).
+var stickySteps = []string{stepSampling, stepElicitation}
+
+const stickySuffix = "@1replica"
+
 // clientKind is one client SDK at one protocol version.
 type clientKind struct {
 	label, name, version string
@@ -137,7 +143,7 @@ func runCell(t *testing.T, replicas []string, c clientKind, u upstream) cellResu
 	proxy := newAlternating(t, replicas)
 	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	defer hc.CloseIdleConnections()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(len(allSteps)+1)*stepTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(len(allSteps)+len(stickySteps)+2)*stepTimeout)
 	defer cancel()
 	res := cellResult{client: c.label, server: u.kind, steps: map[string]string{}}
 	outcomes, err := c.run(ctx, hc, proxy.URL+"/mcp", c.version, u.kind, c.name, allSteps)
@@ -179,6 +185,25 @@ func runCell(t *testing.T, replicas []string, c clientKind, u upstream) cellResu
 			t.Errorf("replica %d served none of the cell's requests", i)
 		}
 	}
+	if c.version == v2025 {
+		// The same round trips with the client held to one replica, as behind a balancer
+		// with session affinity: these work today and must keep working.
+		sticky := newSticky(t, replicas)
+		outcomes, err := c.run(ctx, hc, sticky.URL+"/mcp", c.version, u.kind, c.name, stickySteps)
+		for _, step := range stickySteps {
+			key := step + stickySuffix
+			switch {
+			case err != nil:
+				t.Errorf("%s: connecting: %v", key, err)
+				res.steps[key] = "FAIL"
+			case outcomes[step] != nil:
+				t.Errorf("%s: %v", key, outcomes[step])
+				res.steps[key] = "FAIL"
+			default:
+				res.steps[key] = "ok"
+			}
+		}
+	}
 	return res
 }
 
@@ -201,8 +226,8 @@ func summary(clients []clientKind, upstreams []upstream, results []cellResult) s
 				continue
 			}
 			var notes []string
-			for _, s := range allSteps {
-				if st := results[i].steps[s]; st != "ok" && st != "n/a" {
+			for _, s := range slices.Concat(allSteps, []string{stepSampling + stickySuffix, stepElicitation + stickySuffix}) {
+				if st, ran := results[i].steps[s]; ran && st != "ok" && st != "n/a" {
 					notes = append(notes, s+":"+st)
 				}
 			}
@@ -214,6 +239,7 @@ func summary(clients []clientKind, upstreams []upstream, results []cellResult) s
 		fmt.Fprintln(w)
 	}
 	_ = w.Flush()
-	fmt.Fprintf(&b, "steps: %s; pending: pendingCells; bug: knownBugs; n/a: the client SDK has no API for the step\n", strings.Join(allSteps, ", "))
+	fmt.Fprintf(&b, "steps: %s, and for 2025 clients sampling and elicitation again through one replica (%s); "+
+		"pending: pendingCells; bug: knownBugs; steps the client SDK has no API for are left out\n", strings.Join(allSteps, ", "), stickySuffix)
 	return b.String()
 }

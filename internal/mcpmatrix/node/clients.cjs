@@ -18,6 +18,7 @@ const noTaskAPI = 'this client SDK has no task-augmented tools/call';
 // step quickly instead of the SDK's default minute.
 const stepTimeout = Number(process.env.MCPMATRIX_STEP_TIMEOUT_MS || 5000);
 const opts = { timeout: stepTimeout };
+const progressToken = 'matrix-progress';
 
 function sampled(name, req) {
   const msgs = req.params.messages;
@@ -41,9 +42,11 @@ async function connect(cell) {
     const transport = new v1http.StreamableHTTPClientTransport(new URL(cell.url));
     await client.connect(transport);
     if (transport.protocolVersion !== cell.version) throw new Error(`negotiated ${transport.protocolVersion}, want ${cell.version}`);
+    const peer = { client, progress: 0, tasks: client.experimental.tasks };
     // v1: callTool(params, resultSchema, options)
-    const call = (params, opts) => client.callTool(params, undefined, { timeout: stepTimeout, ...opts });
-    return { client, call, tasks: client.experimental.tasks };
+    peer.call = (params, opts) => client.callTool(params, undefined, { timeout: stepTimeout, ...opts });
+    client.setNotificationHandler(v1types.ProgressNotificationSchema, (n) => countProgress(peer, n));
+    return peer;
   }
   const client = new v2.Client(info, { ...caps, versionNegotiation: { mode: { pin: cell.version } } });
   client.setRequestHandler('sampling/createMessage', async (req) => sampled(cell.name, req));
@@ -51,9 +54,27 @@ async function connect(cell) {
   await client.connect(new v2.StreamableHTTPClientTransport(new URL(cell.url)));
   const negotiated = client.getNegotiatedProtocolVersion();
   if (negotiated !== cell.version) throw new Error(`negotiated ${negotiated}, want ${cell.version}`);
+  const peer = { client, progress: 0 };
   // v2: callTool(params, options)
-  const call = (params, opts) => client.callTool(params, { timeout: stepTimeout, ...opts });
-  return { client, call };
+  peer.call = (params, opts) => client.callTool(params, { timeout: stepTimeout, ...opts });
+  client.setNotificationHandler('notifications/progress', (n) => countProgress(peer, n));
+  return peer;
+}
+
+// countProgress counts the progress notifications of the progress step's token. They are
+// counted by a notification handler of the client's own rather than a per-call onprogress
+// callback, which the SDKs drop once the call's result is in: a notification relayed on the
+// session's GET stream may arrive just after the result (see docs/mcp.md), and still counts.
+function countProgress(peer, n) {
+  if (n.params && n.params.progressToken === progressToken) peer.progress++;
+}
+
+async function eventually(cond) {
+  for (const deadline = Date.now() + 1000; !cond(); ) {
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  return true;
 }
 
 function textOf(result) {
@@ -77,9 +98,9 @@ async function runStep(step, peer, cell) {
       return expect(textOf(await call({ name: kind + '_echo', arguments: { text: name } })), `${kind} echo ${name}`);
     }
     case 'progress': {
-      let notified = 0;
-      const result = await call({ name: kind + '_progress', arguments: { steps: 3 } }, { onprogress: () => { notified++; } });
-      if (notified === 0) throw new Error('no progress notification');
+      peer.progress = 0;
+      const result = await call({ name: kind + '_progress', arguments: { steps: 3 }, _meta: { progressToken } });
+      if (!(await eventually(() => peer.progress > 0))) throw new Error('no progress notification');
       return expect(textOf(result), `${kind} progress 3`);
     }
     case 'resources': {
