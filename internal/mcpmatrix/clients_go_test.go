@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -31,8 +33,13 @@ const (
 var allSteps = []string{stepTools, stepProgress, stepResources, stepPrompts, stepSampling, stepElicitation, stepTask}
 
 // stepTimeout bounds each step, so that a round trip that never completes fails its step
-// quickly.
-const stepTimeout = 5 * time.Second
+// quickly: 5s, or MCPMATRIX_STEP_TIMEOUT_MS (which node/clients.cjs reads too).
+var stepTimeout = func() time.Duration {
+	if ms, err := strconv.Atoi(os.Getenv("MCPMATRIX_STEP_TIMEOUT_MS")); err == nil && ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return 5 * time.Second
+}()
 
 // progressSteps is how many progress notifications the progress tool sends.
 const progressSteps = 3

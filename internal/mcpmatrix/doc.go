@@ -13,5 +13,6 @@
 // checks an installation against the pins. Without it the test skips, unless
 // CONFORMANCE_REQUIRED is set (as `make test` sets it), as internal/conformance does. The
 // Node scripts (node/servers.cjs, node/clients.cjs) run one process per kind, reused by
-// every cell, bound to 127.0.0.1.
+// every cell, bound to 127.0.0.1. MCPMATRIX_TOOLS names another installation;
+// MCPMATRIX_STEP_TIMEOUT_MS (default 5000) bounds each step of a cell, on both sides.
 package mcpmatrix

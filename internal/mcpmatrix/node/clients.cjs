@@ -15,7 +15,7 @@ const v2 = require('@modelcontextprotocol/client');
 const samplePrompt = 'matrix';
 const noTaskAPI = 'this client SDK has no task-augmented tools/call';
 // stepTimeout bounds each request, so that a round trip that never completes fails its
-// step quickly instead of the SDK's default minute.
+// step quickly instead of the SDK's default minute (the harness passes its own to both).
 const stepTimeout = Number(process.env.MCPMATRIX_STEP_TIMEOUT_MS || 5000);
 const opts = { timeout: stepTimeout };
 const progressToken = 'matrix-progress';
