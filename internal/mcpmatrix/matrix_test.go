@@ -40,8 +40,11 @@ var pendingCells = []pendingCell{
 // pendingCells are, except that a pass does not fail the test: whether these fail depends on
 // which replica a client's answer happens to reach. Delete the line with the fix.
 var knownBugs = []pendingCell{
-	{clientVersion: v2025, step: stepSampling, why: "a server-to-client request is answered by a POST that the balancer may send to the other replica, which has no such request pending (mcp-go: \"failed to deliver sampling response: no active session found\")"},
-	{clientVersion: v2025, step: stepElicitation, why: "as sampling: the answer to a relayed elicitation/create may reach the replica that did not send it"},
+	{clientVersion: v2025, step: stepSampling, why: "a server-to-client request lives in the memory of the replica running the call: " +
+		"it cannot reach a client whose GET stream is open on the other replica, and the client's answer, POSTed with the session ID, " +
+		"is dropped when the balancer sends it to the other replica (mcp-go: \"failed to deliver sampling response: no active session found\"; " +
+		"the answering client gets 400 or 404)"},
+	{clientVersion: v2025, step: stepElicitation, why: "as sampling: a relayed elicitation/create, or the answer to it, may meet the other replica"},
 }
 
 // match returns the first entry of table matching a step of a cell.
