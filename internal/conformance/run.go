@@ -27,6 +27,9 @@ type RunOptions struct {
 	// Scenarios restricts the run to these scenarios; empty runs the whole suite,
 	// pending scenarios included.
 	Scenarios []string
+	// SpecVersion, when set, runs the scenarios of that protocol version only (the
+	// suite's --spec-version): with Scenarios empty, those ScenariosFor lists.
+	SpecVersion string
 	// OutDir receives the suite's results, one directory per scenario. It must be empty
 	// or absent.
 	OutDir string
@@ -94,7 +97,13 @@ func (t Tools) Run(ctx context.Context, opts RunOptions) ([]Result, error) {
 	}
 	scenarios := opts.Scenarios
 	if len(scenarios) == 0 {
-		all, err := t.Scenarios(ctx)
+		var all []string
+		var err error
+		if opts.SpecVersion != "" {
+			all, err = t.ScenariosFor(ctx, opts.SpecVersion)
+		} else {
+			all, err = t.Scenarios(ctx)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -106,6 +115,9 @@ func (t Tools) Run(ctx context.Context, opts RunOptions) ([]Result, error) {
 	}
 	for _, selector := range selectors(opts.Scenarios) {
 		args := append([]string{t.CLI(), "server", "--url", opts.URL, "--output-dir", opts.OutDir}, selector...)
+		if opts.SpecVersion != "" {
+			args = append(args, "--spec-version", opts.SpecVersion)
+		}
 		cmd := t.command(ctx, args...)
 		cmd.Stdout, cmd.Stderr = log, log
 		// A non-zero exit only says that some scenario failed, which the results tell.

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,24 +70,97 @@ func (t Tools) Check(ctx context.Context) error {
 
 // Scenarios lists the suite's server scenarios, pending ones included.
 func (t Tools) Scenarios(ctx context.Context) ([]string, error) {
-	out, err := t.output(ctx, t.CLI(), "list", "--server")
+	entries, err := t.list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name
+	}
+	return names, nil
+}
+
+// ScenariosFor lists the server scenarios the suite runs for a protocol version
+// (`--spec-version`, cumulative for date versions), pending ones included.
+func (t Tools) ScenariosFor(ctx context.Context, specVersion string) ([]string, error) {
+	entries, err := t.list(ctx, "--spec-version", specVersion)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name
+	}
+	return names, nil
+}
+
+// SpecVersions lists the protocol versions (dates) the suite's server scenarios cover,
+// oldest first.
+func (t Tools) SpecVersions(ctx context.Context) ([]string, error) {
+	entries, err := t.list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var versions []string
+	for _, e := range entries {
+		for _, v := range e.Tags {
+			if specVersion.MatchString(v) && !slices.Contains(versions, v) {
+				versions = append(versions, v)
+			}
+		}
+	}
+	slices.Sort(versions)
+	return versions, nil
+}
+
+// specVersion is a protocol version as the suite tags scenarios with it (a date; the
+// suite has other tags, such as "extension").
+var specVersion = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+
+// ScenarioEntry is one line of `list --server`: "- name [tag,tag]".
+type ScenarioEntry struct {
+	// Name is the scenario's name.
+	Name string
+	// Tags are the protocol versions it applies to, or other tags ("extension").
+	Tags []string
+}
+
+// list runs `list --server` with extra arguments and parses its lines.
+func (t Tools) list(ctx context.Context, extra ...string) ([]ScenarioEntry, error) {
+	out, err := t.output(ctx, append([]string{t.CLI(), "list", "--server"}, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("listing scenarios: %w", err)
 	}
-	var names []string
+	entries := ParseScenarioList(out)
+	if len(entries) == 0 {
+		return nil, fmt.Errorf("listing scenarios: none in %q", out)
+	}
+	return entries, nil
+}
+
+// ParseScenarioList parses the output of `list --server`: the lines "- name [tags]".
+func ParseScenarioList(out string) []ScenarioEntry {
+	var entries []ScenarioEntry
 	scanner := bufio.NewScanner(strings.NewReader(out))
 	for scanner.Scan() {
 		line, ok := strings.CutPrefix(strings.TrimSpace(scanner.Text()), "- ")
 		if !ok {
 			continue
 		}
-		name, _, _ := strings.Cut(line, " ")
-		names = append(names, name)
+		name, rest, _ := strings.Cut(line, " ")
+		e := ScenarioEntry{Name: name}
+		if tags, ok := strings.CutPrefix(strings.TrimSpace(rest), "["); ok {
+			tags, _, _ = strings.Cut(tags, "]")
+			for tag := range strings.SplitSeq(tags, ",") {
+				if tag = strings.TrimSpace(tag); tag != "" {
+					e.Tags = append(e.Tags, tag)
+				}
+			}
+		}
+		entries = append(entries, e)
 	}
-	if len(names) == 0 {
-		return nil, fmt.Errorf("listing scenarios: none in %q", out)
-	}
-	return names, nil
+	return entries
 }
 
 // output runs node with args and returns its trimmed standard output.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,6 +18,18 @@ import (
 // the repository's conformance tests run the suite.
 func VerifyURL(t *testing.T, toolsDir, url, expectedFile string) {
 	t.Helper()
+	verify(t, toolsDir, url, expectedFile, "")
+}
+
+// VerifyURLAt is VerifyURL for the scenarios of one protocol version (the suite's
+// --spec-version); the report's last lines give the pass count for that version.
+func VerifyURLAt(t *testing.T, toolsDir, url, expectedFile, specVersion string) {
+	t.Helper()
+	verify(t, toolsDir, url, expectedFile, specVersion)
+}
+
+func verify(t *testing.T, toolsDir, url, expectedFile, specVersion string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	tools := Tools{Dir: toolsDir}
@@ -25,7 +38,13 @@ func VerifyURL(t *testing.T, toolsDir, url, expectedFile string) {
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	known, err := tools.Scenarios(ctx)
+	var known []string
+	var err error
+	if specVersion != "" {
+		known, err = tools.ScenariosFor(ctx, specVersion)
+	} else {
+		known, err = tools.Scenarios(ctx)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +58,7 @@ func VerifyURL(t *testing.T, toolsDir, url, expectedFile string) {
 		t.Fatalf("%s: %v", expectedFile, err)
 	}
 	var log bytes.Buffer
-	results, err := tools.Run(ctx, RunOptions{URL: url, OutDir: filepath.Join(t.TempDir(), "results"), Log: &log})
+	results, err := tools.Run(ctx, RunOptions{URL: url, SpecVersion: specVersion, OutDir: filepath.Join(t.TempDir(), "results"), Log: &log})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
@@ -47,6 +66,9 @@ func VerifyURL(t *testing.T, toolsDir, url, expectedFile string) {
 	var report bytes.Buffer
 	if err := WriteReport(&report, results, expected, v); err != nil {
 		t.Fatal(err)
+	}
+	if specVersion != "" {
+		fmt.Fprintf(&report, "protocol %s: %d of %d scenarios passed (suite %s)\n", specVersion, len(v.Passed), len(results), SuiteVersion)
 	}
 	t.Log("\n" + report.String())
 	if !v.OK() {
