@@ -216,7 +216,7 @@ type upstream struct {
 // sessionKey signs /mcp session IDs on both replicas, so that each accepts the other's.
 const sessionKey = "mcpmatrix-0123456789abcdef0123456789abcdef"
 
-// replicaConfig is a gateway bridging upstreams, sampling and elicitation relayed to the
+// replicaConfig is a gateway bridging upstreams, MCP tasks on, sampling and elicitation relayed to the
 // calling client.
 func replicaConfig(upstreams []upstream) string {
 	var b bytes.Buffer
@@ -225,7 +225,8 @@ func replicaConfig(upstreams []upstream) string {
   admin: {addr: "127.0.0.1:0"}
   shutdown_grace: 5s
 auth: {anonymous: {}}
-mcp_face: {session_key: %q}
+mcp_face: {session_key: %q, tasks: {enabled: true}}
+nekte: {}
 log: {level: warn}
 routing:
   mcp:

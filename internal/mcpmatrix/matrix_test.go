@@ -31,9 +31,6 @@ type pendingCell struct {
 
 // pendingCells is the one table of cells pending work on other branches of issue #21.
 var pendingCells = []pendingCell{
-	{clientVersion: v2026, step: stepSampling, why: "MRTR: the gateway refuses sampling for a 2026-07-28 caller"},
-	{clientVersion: v2026, step: stepElicitation, why: "MRTR: the gateway refuses elicitation for a 2026-07-28 caller"},
-	{step: stepTask, why: "tasks: the MCP face does not create tasks yet"},
 }
 
 // knownBugs are cells that fail because of a gateway bug not fixed yet. They are judged as
