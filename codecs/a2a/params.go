@@ -106,3 +106,11 @@ type PushConfigRequest struct {
 type ExtendedCardRequest struct {
 	Tenant string `json:"tenant,omitempty"`
 }
+
+// HistoryLen returns the history length the client asked for, nil when none.
+func (c *SendMessageConfiguration) HistoryLen() *int32 {
+	if c == nil {
+		return nil
+	}
+	return c.HistoryLength
+}
