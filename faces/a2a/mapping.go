@@ -115,6 +115,19 @@ func (t *tracker) apply(msg []byte) (evs []a2a.Event, final bool) {
 	return nil, false
 }
 
+// rank orders the states a task moves through: submitted, working, then the end.
+func rank(s a2a.TaskState) int {
+	switch {
+	case s == a2a.StateSubmitted:
+		return 1
+	case s == a2a.StateWorking:
+		return 2
+	case s.Terminal():
+		return 3
+	}
+	return 0
+}
+
 func progressText(d nk.ProgressEvent) string {
 	s := fmt.Sprintf("%d/%d", d.Processed, d.Total)
 	if d.Message != "" {
@@ -124,10 +137,11 @@ func progressText(d nk.ProgressEvent) string {
 }
 
 // status moves the task to state, with text as the agent's status message, and returns
-// the status update; nothing when neither changed.
+// the status update; nothing when neither changed, or when state lies behind the task's
+// (a re-attached stream replays the task's events from its start).
 func (t *tracker) status(state a2a.TaskState, text string) []a2a.Event {
 	st := &t.task.Status
-	if st.State == state && text == "" && st.Message == nil {
+	if rank(state) < rank(st.State) || (st.State == state && text == "" && st.Message == nil) {
 		return nil
 	}
 	*st = a2a.TaskStatus{State: state, Timestamp: stamp(t.now())}

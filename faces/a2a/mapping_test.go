@@ -70,6 +70,9 @@ func TestTrackerEvents(t *testing.T) {
 	if a := tr.task.Artifacts; len(a) != 1 || string(a[0].Parts[0].Data) != `{"x":2}` || *a[0].Parts[1].Text != "ok" {
 		t.Errorf("artifacts = %+v", a)
 	}
+	if evs, _ := tr.apply([]byte(`{"event":"status_change","data":{"task_id":"a2a-1","from":"pending","to":"accepted"}}`)); len(evs) != 0 {
+		t.Errorf("a replayed move back to submitted: %+v, want nothing", evs)
+	}
 	failed := newTracker(&record{ID: "a2a-2"}, now)
 	if evs, final := failed.apply([]byte(`{"event":"error","data":{"code":4002,"message":"Insufficient scope"}}`)); !final || evs[0].Status.Status.State != a2a.StateRejected {
 		t.Errorf("a policy refusal: %+v final %v, want rejected", evs, final)
