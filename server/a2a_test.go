@@ -125,6 +125,9 @@ func (ts *testServer) a2aEvents(token, version, body string) []string {
 	defer func() { _ = resp.Body.Close() }()
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		b, _ := io.ReadAll(resp.Body)
+		if ts.a2aPlainOK {
+			return []string{string(b)}
+		}
 		ts.t.Fatalf("Content-Type %q, body %s", ct, b)
 	}
 	var out []string
@@ -494,5 +497,69 @@ func TestA2ABadInput(t *testing.T) {
 	_, _, body = ts.a2aPost(alice, "1.0", a2aSend(12, "slow", `{}`, `,"configuration":{"returnImmediately":true}`))
 	if code := a2aErrCode(t, body); code != 5000 {
 		t.Errorf("a third task past max_tasks_per_principal 2: %s, want 5000", body)
+	}
+}
+
+// TestA2ALimits: the a2a section's limits, each at its edge.
+func TestA2ALimits(t *testing.T) {
+	ts := startA2A(t, "max_parts: 2, max_history: 1, page_size: 2, max_page_size: 2, sse_idle_timeout: 300ms")
+	alice := callerToken(t, "alice", "agents")
+	parts := func(n int) string {
+		p := make([]string, n)
+		for i := range p {
+			p[i] = `{"data":{"minuend":1,"subtrahend":1}}`
+		}
+		return `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[` + strings.Join(p, ",") + `],"metadata":{"skill":"subtract"}}}}`
+	}
+	if _, _, body := ts.a2aPost(alice, "1.0", parts(2)); a2aErrCode(t, body) != 0 {
+		t.Errorf("max_parts 2, 2 parts: %s", body)
+	}
+	if _, _, body := ts.a2aPost(alice, "1.0", parts(3)); a2aErrCode(t, body) != -32602 {
+		t.Errorf("max_parts 2, 3 parts: %s, want -32602", body)
+	}
+	var res struct {
+		Task a2aTask `json:"task"`
+	}
+	_, _, body := ts.a2aPost(alice, "1.0", a2aSend(2, "subtract", `{"minuend":1,"subtrahend":1}`, `,"configuration":{"historyLength":5}`))
+	a2aResult(t, body, &res)
+	if len(res.Task.History) != 1 {
+		t.Errorf("history of a one-message task: %d, want 1", len(res.Task.History))
+	}
+	var got a2aTask
+	_, _, body = ts.a2aPost(alice, "1.0", `{"jsonrpc":"2.0","id":3,"method":"GetTask","params":{"id":"`+res.Task.ID+`","historyLength":0}}`)
+	a2aResult(t, body, &got)
+	if len(got.History) != 0 {
+		t.Errorf("historyLength 0: %d messages", len(got.History))
+	}
+	var list struct {
+		Tasks     []a2aTask `json:"tasks"`
+		PageSize  int       `json:"pageSize"`
+		TotalSize int       `json:"totalSize"`
+	}
+	_, _, body = ts.a2aPost(alice, "1.0", `{"jsonrpc":"2.0","id":4,"method":"ListTasks","params":{"pageSize":50}}`)
+	a2aResult(t, body, &list)
+	if len(list.Tasks) != 2 || list.PageSize != 2 || list.TotalSize != 2 {
+		t.Errorf("pageSize 50 under max_page_size 2: %s", body)
+	}
+	_, _, body = ts.a2aPost(alice, "1.0", `{"jsonrpc":"2.0","id":5,"method":"ListTasks","params":{"pageToken":"not-ours"}}`)
+	if a2aErrCode(t, body) != -32602 {
+		t.Errorf("a page token not given: %s, want -32602", body)
+	}
+
+	// A stream on which the task says nothing for sse_idle_timeout ends; the task runs on.
+	_, _, body = ts.a2aPost(alice, "1.0", a2aSend(6, "slow", `{}`, `,"configuration":{"returnImmediately":true}`))
+	a2aResult(t, body, &res)
+	began := time.Now()
+	evs := ts.a2aEvents(alice, "1.0", `{"jsonrpc":"2.0","id":7,"method":"SubscribeToTask","params":{"id":"`+res.Task.ID+`"}}`)
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("the idle stream lasted %v", took)
+	}
+	if len(evs) == 0 || strings.Contains(strings.Join(evs, ""), "TASK_STATE_CANCELED") {
+		t.Errorf("idle stream events %q", evs)
+	}
+	_, _, body = ts.a2aPost(alice, "1.0", `{"jsonrpc":"2.0","id":8,"method":"GetTask","params":{"id":"`+res.Task.ID+`"}}`)
+	a2aResult(t, body, &got)
+	if got.Status.State != "TASK_STATE_WORKING" && got.Status.State != "TASK_STATE_SUBMITTED" {
+		t.Errorf("the task after its stream idled: %s, want it still running", body)
 	}
 }
