@@ -191,6 +191,26 @@ type a2aTask struct {
 	History []json.RawMessage `json:"history"`
 }
 
+func TestA2AOff(t *testing.T) {
+	ts := start(t, baseConfig, nil)
+	for _, path := range []string{"/.well-known/agent-card.json", "/a2a"} {
+		method := http.MethodGet
+		if path == "/a2a" {
+			method = http.MethodPost
+		}
+		req, _ := http.NewRequest(method, ts.base+path, strings.NewReader(`{}`))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s %s without an a2a section: %d, want 404", method, path, resp.StatusCode)
+		}
+	}
+}
+
 func TestA2ACard(t *testing.T) {
 	ts := startA2A(t, "")
 	get := func(token string) (*http.Response, map[string]any) {
@@ -293,6 +313,21 @@ func TestA2ASendGetList(t *testing.T) {
 	a2aResult(t, body, &list)
 	if len(list.Tasks) != 2 || list.NextPageToken != "" || list.Tasks[1].ID != task.ID {
 		t.Errorf("ListTasks page 2 = %s, want the 2 oldest, the first task last", body)
+	}
+	_, _, body = ts.a2aPost(tok, "1.0", `{"jsonrpc":"2.0","id":6,"method":"ListTasks","params":{"status":"TASK_STATE_COMPLETED","pageSize":4}}`)
+	a2aResult(t, body, &list)
+	if list.TotalSize != 5 || len(list.Tasks) != 4 || list.NextPageToken == "" {
+		t.Errorf("ListTasks of completed tasks = %s", body)
+	}
+	_, _, body = ts.a2aPost(tok, "1.0", `{"jsonrpc":"2.0","id":7,"method":"ListTasks","params":{"status":"TASK_STATE_WORKING"}}`)
+	a2aResult(t, body, &list)
+	if list.TotalSize != 0 || len(list.Tasks) != 0 {
+		t.Errorf("ListTasks of working tasks = %s, want none", body)
+	}
+	_, _, body = ts.a2aPost(tok, "1.0", `{"jsonrpc":"2.0","id":8,"method":"ListTasks","params":{"contextId":"`+task.ContextID+`"}}`)
+	a2aResult(t, body, &list)
+	if list.TotalSize != 1 || len(list.Tasks) != 1 || list.Tasks[0].ID != task.ID {
+		t.Errorf("ListTasks of one context = %s", body)
 	}
 	_, _, body = ts.a2aPost(callerToken(t, "bob", "agents"), "1.0", `{"jsonrpc":"2.0","id":5,"method":"ListTasks","params":{}}`)
 	a2aResult(t, body, &list)

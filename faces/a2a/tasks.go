@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/a2a"
@@ -112,10 +113,14 @@ func (x *exchange) listTasks(ctx context.Context) {
 		x.writeError(x.req.ID, fromGateway(gateway.AsError(err)))
 		return
 	}
+	records = slices.DeleteFunc(records, func(r *record) bool { return p.ContextID != "" && r.ContextID != p.ContextID })
+	// Each task's state is NEKTE's, read through the pipeline: only the page's tasks are
+	// read, unless the status filter needs every one.
 	artifacts := p.IncludeArtifacts != nil && *p.IncludeArtifacts
 	var matched []a2a.Task
-	for _, r := range records {
-		if p.ContextID != "" && r.ContextID != p.ContextID {
+	total := len(records)
+	for i, r := range records {
+		if p.Status == "" && (i < offset || i >= offset+size) {
 			continue
 		}
 		t, aerr := x.current(ctx, r, artifacts)
@@ -131,15 +136,16 @@ func (x *exchange) listTasks(ctx context.Context) {
 		}
 		matched = append(matched, t)
 	}
-	res := a2a.ListTasksResponse{TotalSize: int32(min(len(matched), 1<<31-1)), PageSize: int32(size)} //nolint:gosec // bounded on the line
-	if offset < len(matched) {
-		end := min(offset+size, len(matched))
-		for _, t := range matched[offset:end] {
-			res.Tasks = append(res.Tasks, x.trimmed(t, p.HistoryLength))
-		}
-		if end < len(matched) {
-			res.NextPageToken = pageToken(end)
-		}
+	if p.Status != "" {
+		total = len(matched)
+		matched = matched[min(offset, len(matched)):min(offset+size, len(matched))]
+	}
+	res := a2a.ListTasksResponse{TotalSize: int32(min(total, 1<<31-1)), PageSize: int32(size)} //nolint:gosec // bounded on the line
+	for _, t := range matched {
+		res.Tasks = append(res.Tasks, x.trimmed(t, p.HistoryLength))
+	}
+	if offset+size < total {
+		res.NextPageToken = pageToken(offset + size)
 	}
 	b, merr := a2a.MarshalList(res, x.req.Version)
 	if merr != nil {
