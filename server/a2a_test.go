@@ -598,3 +598,35 @@ func TestA2ALimits(t *testing.T) {
 		t.Errorf("the task after its stream idled: %s, want it still running", body)
 	}
 }
+
+// TestA2AConcurrentSends: one principal's concurrent messages all get tasks (its task
+// index is written under compare-and-swap, retried).
+func TestA2AConcurrentSends(t *testing.T) {
+	ts := startA2A(t, "")
+	alice := callerToken(t, "alice", "agents")
+	const n = 24
+	errs := make(chan string, n)
+	for i := range n {
+		go func() {
+			_, _, body := ts.a2aPost(alice, "1.0", a2aSend(100+i, "subtract", `{"minuend":1,"subtrahend":1}`, ""))
+			if !strings.Contains(body, "TASK_STATE_COMPLETED") {
+				errs <- body
+				return
+			}
+			errs <- ""
+		}()
+	}
+	for range n {
+		if e := <-errs; e != "" {
+			t.Error(e)
+		}
+	}
+	var list struct {
+		TotalSize int `json:"totalSize"`
+	}
+	_, _, body := ts.a2aPost(alice, "1.0", `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}`)
+	a2aResult(t, body, &list)
+	if list.TotalSize != n {
+		t.Errorf("ListTasks after %d concurrent sends: %s", n, body)
+	}
+}

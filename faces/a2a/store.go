@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	mrand "math/rand/v2"
 	"slices"
 	"time"
 
@@ -24,8 +25,10 @@ import (
 const (
 	taskPrefix  = "a2a:task:"
 	ownerPrefix = "a2a:own:"
-	// casAttempts bounds the compare-and-swap retries on an index written concurrently.
-	casAttempts = 16
+	// casAttempts bounds the compare-and-swap retries on an index written concurrently;
+	// each waits up to casBackoff first.
+	casAttempts = 64
+	casBackoff  = 2 * time.Millisecond
 )
 
 // owner is the principal a task is bound to: a hash of its issuer and subject, so that a
@@ -106,8 +109,24 @@ func (s store) create(ctx context.Context, r *record) error {
 		if ok {
 			return s.kv.Set(ctx, taskPrefix+r.ID, b, s.ttl)
 		}
+		if err := backoff(ctx); err != nil {
+			return err
+		}
 	}
 	return gateway.NewError(schemas.CodeUnavailable).With("reason", "the task index is being written concurrently")
+}
+
+// backoff waits a random while before another compare-and-swap of an index that changed
+// under it, so that the callers racing on it spread out.
+func backoff(ctx context.Context) error {
+	t := time.NewTimer(time.Duration(mrand.Int64N(int64(casBackoff)))) //nolint:gosec // jitter, not a secret
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // remove drops a task that never started from the store and its owner's index.

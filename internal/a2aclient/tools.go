@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 )
 
 // SDKVersion is the pinned @a2a-js/sdk; package.json pins the same (a test checks).
@@ -68,11 +70,7 @@ type Step map[string]any
 // Run runs client.mjs against the agent at base as the caller of token, with other as a
 // second principal, and returns its steps by name; the error carries its stderr.
 func (t Tools) Run(ctx context.Context, base, token, other string) (map[string]Step, error) {
-	src, err := os.ReadFile(filepath.Join(sourceDir(), "client.mjs"))
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(t.script(), src, 0o600); err != nil { //nolint:gosec // the test's own tools dir: the script of this checkout, beside the SDK it imports
+	if err := t.install("client.mjs"); err != nil {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, "node", t.script(), base, token, other) //nolint:gosec // a test harness running the pinned script with the test's arguments
@@ -94,4 +92,71 @@ func (t Tools) Run(ctx context.Context, base, token, other string) (map[string]S
 		return steps, fmt.Errorf("client.mjs: %w\n%s", err, stderr.String())
 	}
 	return steps, nil
+}
+
+// Server is a running server.mjs: the reference A2A agent of the SDK.
+type Server struct {
+	// URL is its JSON-RPC endpoint.
+	URL   string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+}
+
+// StartServer starts server.mjs on loopback (the script of this checkout, copied beside
+// the SDK) and returns once it listens. Stop it with Close.
+func (t Tools) StartServer() (*Server, error) {
+	if err := t.install("server.mjs"); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("node", filepath.Join(t.Dir, "server.mjs")) //nolint:gosec // the pinned script of the test's own tools dir
+	cmd.Dir = t.Dir
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &Server{cmd: cmd, stdin: stdin}
+	line, err := bufio.NewReader(stdout).ReadBytes('\n')
+	var addr struct {
+		URL string `json:"url"`
+	}
+	if err == nil && (json.Unmarshal(line, &addr) != nil || addr.URL == "") {
+		err = errors.New("no url")
+	}
+	if err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("server.mjs did not say where it listens: %q, %w", line, err)
+	}
+	s.URL = addr.URL + "/a2a"
+	return s, nil
+}
+
+// Close stops the server: closing its stdin ends it; it is killed when it lingers.
+func (s *Server) Close() error {
+	_ = s.stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Second):
+		_ = s.cmd.Process.Kill()
+		return <-done
+	}
+}
+
+// install copies the script name of this checkout into the tools dir, beside the SDK it
+// imports.
+func (t Tools) install(name string) error {
+	src, err := os.ReadFile(filepath.Join(sourceDir(), name))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(t.Dir, name), src, 0o600) //nolint:gosec // the test's own tools dir
 }
