@@ -163,7 +163,7 @@ func (x *exchange) writeResult(result []byte) {
 
 // writeError answers the request id with e.
 func (x *exchange) writeError(id jsonrpc.ID, e *a2a.Error) {
-	observability.TraceError(x.ex.Span, gateway.NewError(e.Code))
+	observability.TraceError(x.ex.Span, gateway.Errorf(e.Code, "%s", e.Message))
 	x.write(a2a.AppendError(nil, id, e, x.ex.TraceID))
 }
 
