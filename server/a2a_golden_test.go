@@ -43,7 +43,7 @@ func TestA2AGolden(t *testing.T) {
 			}
 			ts := startA2A(t, "")
 			ts.a2aPlainOK = true // a refused stream is a plain response
-			alice := callerToken(t, "alice", "agents")
+			alice := callerToken(t, "alice", "agents", "caps")
 			sections := map[string]string{}
 			for _, f := range ar.Files {
 				sections[f.Name] = string(f.Data)

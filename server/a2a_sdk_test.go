@@ -27,7 +27,7 @@ func TestA2AWithTheSDKClient(t *testing.T) {
 	ts := startA2A(t, "")
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	steps, err := tools.Run(ctx, ts.base, callerToken(t, "alice", "agents"), callerToken(t, "bob", "agents"))
+	steps, err := tools.Run(ctx, ts.base, callerToken(t, "alice", "agents", "caps"), callerToken(t, "bob", "agents", "caps"))
 	if err != nil {
 		t.Fatalf("%v\nsteps so far: %v", err, steps)
 	}

@@ -22,8 +22,8 @@ import (
 const a2aSecond = "a2a-second-issuer-secret-0123456789abcdef"
 
 // a2aConfig serves the demo methods as capabilities under JWT auth from two issuers, with
-// a policy that lets scope "agents" reach NEKTE and the demo capabilities, and the A2A
-// face with its defaults (%s: more a2a keys).
+// a policy that lets scope "agents" reach NEKTE and scope "caps" the capabilities, and the
+// A2A face with its defaults (%s: more a2a keys).
 const a2aConfig = `
 server:
   boundary: {addr: "127.0.0.1:0"}
@@ -42,7 +42,7 @@ policy:
   default: deny
   rules:
     - {id: nekte, match: {method: "nekte.*"}, scopes: [agents]}
-    - {id: demo, match: {capability: "*"}, scopes: [agents]}
+    - {id: demo, match: {capability: "*"}, scopes: [caps]}
 a2a: {%s}
 `
 
@@ -243,7 +243,7 @@ func TestA2ACard(t *testing.T) {
 	if cc := resp.Header.Get("Cache-Control"); cc != "public, max-age=60" || resp.Header.Get("ETag") == "" {
 		t.Errorf("Cache-Control %q ETag %q", cc, resp.Header.Get("ETag"))
 	}
-	resp, card := get(callerToken(t, "alice", "agents"))
+	resp, card := get(callerToken(t, "alice", "agents", "caps"))
 	if got := strings.Join(skills(card), ","); !strings.Contains(got, "subtract") || !strings.Contains(got, "slow") {
 		t.Errorf("alice's card skills = %s, want the demo capabilities and slow", got)
 	}
@@ -263,7 +263,7 @@ func TestA2ACard(t *testing.T) {
 	}
 	req, _ := http.NewRequest(http.MethodGet, ts.base+"/.well-known/agent-card.json", nil)
 	req.Header.Set("If-None-Match", resp.Header.Get("ETag"))
-	req.Header.Set("Authorization", "Bearer "+callerToken(t, "alice", "agents"))
+	req.Header.Set("Authorization", "Bearer "+callerToken(t, "alice", "agents", "caps"))
 	again, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -276,7 +276,7 @@ func TestA2ACard(t *testing.T) {
 
 func TestA2ASendGetList(t *testing.T) {
 	ts := startA2A(t, "")
-	tok := callerToken(t, "alice", "agents")
+	tok := callerToken(t, "alice", "agents", "caps")
 	var res struct {
 		Task a2aTask `json:"task"`
 	}
@@ -329,7 +329,7 @@ func TestA2ASendGetList(t *testing.T) {
 	if list.TotalSize != 1 || len(list.Tasks) != 1 || list.Tasks[0].ID != task.ID {
 		t.Errorf("ListTasks of one context = %s", body)
 	}
-	_, _, body = ts.a2aPost(callerToken(t, "bob", "agents"), "1.0", `{"jsonrpc":"2.0","id":5,"method":"ListTasks","params":{}}`)
+	_, _, body = ts.a2aPost(callerToken(t, "bob", "agents", "caps"), "1.0", `{"jsonrpc":"2.0","id":5,"method":"ListTasks","params":{}}`)
 	a2aResult(t, body, &list)
 	if list.TotalSize != 0 || len(list.Tasks) != 0 {
 		t.Errorf("bob lists alice's tasks: %s", body)
@@ -341,7 +341,7 @@ func TestA2ASendGetList(t *testing.T) {
 // for get, cancel and subscribe.
 func TestA2ATaskBinding(t *testing.T) {
 	ts := startA2A(t, "")
-	alice := callerToken(t, "alice", "agents")
+	alice := callerToken(t, "alice", "agents", "caps")
 	var res struct {
 		Task a2aTask `json:"task"`
 	}
@@ -352,8 +352,8 @@ func TestA2ATaskBinding(t *testing.T) {
 		t.Fatalf("returnImmediately: %s", body)
 	}
 	others := map[string]string{
-		"another subject":             callerToken(t, "bob", "agents"),
-		"the same subject, elsewhere": secondToken(t, "alice", "agents"),
+		"another subject":             callerToken(t, "bob", "agents", "caps"),
+		"the same subject, elsewhere": secondToken(t, "alice", "agents", "caps"),
 	}
 	for name, tok := range others {
 		for _, method := range []string{"GetTask", "CancelTask", "SubscribeToTask"} {
@@ -388,7 +388,7 @@ func TestA2ATaskBinding(t *testing.T) {
 
 func TestA2AStreaming(t *testing.T) {
 	ts := startA2A(t, "")
-	alice := callerToken(t, "alice", "agents")
+	alice := callerToken(t, "alice", "agents", "caps")
 	stream := strings.Replace(a2aSend(1, "subtract", `{"minuend":5,"subtrahend":7}`, ""), "SendMessage", "SendStreamingMessage", 1)
 	evs := ts.a2aEvents(alice, "1.0", stream)
 	if len(evs) < 3 {
@@ -441,7 +441,7 @@ func TestA2AStreaming(t *testing.T) {
 // (or with 0.3) unless a2a.serve_v03 is false; any other version refused.
 func TestA2AVersions(t *testing.T) {
 	ts := startA2A(t, "")
-	alice := callerToken(t, "alice", "agents")
+	alice := callerToken(t, "alice", "agents", "caps")
 	send03 := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"data","data":{"minuend":3,"subtrahend":1}}],"metadata":{"skill":"subtract"}}}}`
 	for _, version := range []string{"", "0.3"} {
 		var task a2aTask
@@ -489,7 +489,7 @@ func TestA2AVersions(t *testing.T) {
 // TestA2ABadInput: refusals before and after decoding, each typed.
 func TestA2ABadInput(t *testing.T) {
 	ts := startA2A(t, "max_message_bytes: 2048, max_tasks_per_principal: 2")
-	alice := callerToken(t, "alice", "agents")
+	alice := callerToken(t, "alice", "agents", "caps")
 	status, hdr, body := ts.a2aPost("", "1.0", a2aSend(1, "subtract", `{}`, ""))
 	if status != http.StatusUnauthorized || !strings.HasPrefix(hdr.Get("WWW-Authenticate"), "Bearer") {
 		t.Errorf("no credential: %d %s", status, body)
@@ -510,12 +510,16 @@ func TestA2ABadInput(t *testing.T) {
 		{"push config", `{"jsonrpc":"2.0","id":1,"method":"CreateTaskPushNotificationConfig","params":{"taskId":"t","url":"https://x"}}`, -32003},
 		{"extended card", `{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard"}`, -32004},
 		{"the policy hides the skill", a2aSend(1, "subtract", `{"minuend":1,"subtrahend":1}`, ""), -32602},
+		{"the policy refuses NEKTE to a caller who sees the skill", a2aSend(1, "subtract", `{"minuend":1,"subtrahend":1}`, ""), 4002},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tok := alice
-			if strings.HasPrefix(tt.name, "the policy") {
+			switch {
+			case strings.HasPrefix(tt.name, "the policy hides"):
 				tok = callerToken(t, "carol", "other")
+			case strings.HasPrefix(tt.name, "the policy refuses"):
+				tok = callerToken(t, "dave", "caps") // sees the capabilities, may not delegate
 			}
 			_, _, body := ts.a2aPost(tok, "1.0", tt.body)
 			if code := a2aErrCode(t, body); code != tt.code {
@@ -538,7 +542,7 @@ func TestA2ABadInput(t *testing.T) {
 // TestA2ALimits: the a2a section's limits, each at its edge.
 func TestA2ALimits(t *testing.T) {
 	ts := startA2A(t, "max_parts: 2, max_history: 1, page_size: 2, max_page_size: 2, sse_idle_timeout: 300ms")
-	alice := callerToken(t, "alice", "agents")
+	alice := callerToken(t, "alice", "agents", "caps")
 	parts := func(n int) string {
 		p := make([]string, n)
 		for i := range p {
@@ -603,7 +607,7 @@ func TestA2ALimits(t *testing.T) {
 // index is written under compare-and-swap, retried).
 func TestA2AConcurrentSends(t *testing.T) {
 	ts := startA2A(t, "")
-	alice := callerToken(t, "alice", "agents")
+	alice := callerToken(t, "alice", "agents", "caps")
 	const n = 24
 	errs := make(chan string, n)
 	for i := range n {
