@@ -16,6 +16,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/configs"
 	"github.com/gatehouse-dev/gatehouse/configs/loader"
 	"github.com/gatehouse-dev/gatehouse/faces"
+	a2aface "github.com/gatehouse-dev/gatehouse/faces/a2a"
 	grpcface "github.com/gatehouse-dev/gatehouse/faces/grpc"
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	mcpface "github.com/gatehouse-dev/gatehouse/faces/mcp"
@@ -41,8 +42,11 @@ type Config struct {
 	WebSocket *ws.Config          `yaml:"websocket" json:"websocket,omitempty"`
 	// Session is session RPC for interactive clients at /session (faces/session,
 	// docs/session.md); absent, /session answers 404.
-	Session  *session.Config           `yaml:"session" json:"session,omitempty"`
-	MCPFace  *mcpface.Config           `yaml:"mcp_face" json:"mcp_face,omitempty"`
+	Session *session.Config `yaml:"session" json:"session,omitempty"`
+	MCPFace *mcpface.Config `yaml:"mcp_face" json:"mcp_face,omitempty"`
+	// A2A is the A2A face: the agent card at /.well-known/agent-card.json and the JSON-RPC
+	// binding at /a2a (faces/a2a, docs/a2a.md); absent, both answer 404.
+	A2A      *a2aface.Config           `yaml:"a2a" json:"a2a,omitempty"`
 	Nekte    *nekte.Section            `yaml:"nekte" json:"nekte,omitempty"`
 	Deadline resilience.DeadlineConfig `yaml:"deadline" json:"deadline"`
 	Auth     auth.Config               `yaml:"auth" json:"auth"`
@@ -242,6 +246,10 @@ func (c *Config) applyDefaults() {
 		sc := c.Session.WithDefaults(c.JSONRPC.MaxBodyBytes)
 		c.Session = &sc
 	}
+	if c.A2A != nil {
+		ac := c.A2A.WithDefaults()
+		c.A2A = &ac
+	}
 	c.SSE = c.SSE.WithDefaults()
 	c.OpenRPC = c.OpenRPC.WithDefaults()
 	c.Deadline = c.Deadline.WithDefaults()
@@ -315,6 +323,11 @@ func (c *Config) validate(doc *loader.Document) (compiled, loader.ErrorList) {
 	if sc := c.Session; sc != nil {
 		if err := sc.Validate(); err != nil {
 			bad("session", "%v", err)
+		}
+	}
+	if ac := c.A2A; ac != nil {
+		if err := ac.Validate(); err != nil {
+			bad("a2a", "%v", err)
 		}
 	}
 	if n := c.Nekte; n != nil {

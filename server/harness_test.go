@@ -46,6 +46,8 @@ type testServer struct {
 	cancel context.CancelFunc
 	done   chan error
 	logs   *syncBuffer
+	// a2aPlainOK lets a2aEvents return a plain response as its one "event" (a2a_test.go).
+	a2aPlainOK bool
 }
 
 type syncBuffer struct {

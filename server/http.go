@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 
+	a2aface "github.com/gatehouse-dev/gatehouse/faces/a2a"
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	mcpface "github.com/gatehouse-dev/gatehouse/faces/mcp"
 	"github.com/gatehouse-dev/gatehouse/faces/session"
@@ -27,6 +28,9 @@ func (s *Server) boundaryHandler() http.Handler {
 		httprpc.Route{Method: http.MethodGet, Path: mcpface.ProtectedResourcePath + mcpface.Path, Handler: http.HandlerFunc(s.mcp.ServeProtectedResource)},
 		httprpc.Route{Method: http.MethodGet, Path: mcpface.SSEPath, Handler: http.HandlerFunc(s.mcp.ServeSSE)},
 		httprpc.Route{Method: http.MethodPost, Path: mcpface.MessagePath, Handler: http.HandlerFunc(s.mcp.ServeSSE)},
+		httprpc.Route{Method: http.MethodPost, Path: a2aface.Path, Handler: http.HandlerFunc(s.a2a.Serve)}, // no a2a section: 404
+		httprpc.Route{Method: http.MethodGet, Path: a2aface.CardPath, Handler: http.HandlerFunc(s.a2a.ServeCard)},
+		httprpc.Route{Method: http.MethodHead, Path: a2aface.CardPath, Handler: http.HandlerFunc(s.a2a.ServeCard)},
 		httprpc.Route{Path: blob.EndpointPath + "*key", Handler: s.blobHandler()}, // blobs.go; no blobs section: 404
 	))
 }

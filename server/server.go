@@ -19,6 +19,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/auth"
 	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/faces"
+	a2aface "github.com/gatehouse-dev/gatehouse/faces/a2a"
 	grpcface "github.com/gatehouse-dev/gatehouse/faces/grpc"
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	mcpface "github.com/gatehouse-dev/gatehouse/faces/mcp"
@@ -86,6 +87,7 @@ type Server struct {
 	liveness *auth.Liveness
 
 	mcp   *mcpface.Face // nil when the MCP face is off
+	a2a   *a2aface.Face // the A2A face; it answers 404 while the configuration has no a2a section
 	blobs *blobService  // nil without a blobs section (blobs.go)
 	nekte *nekteService // nil when NEKTE was off at start
 	// agents is the agent link's hub, nil without an agents section at start (agentlink.go).
@@ -159,6 +161,7 @@ func New(cfg *Config, opts Options) (*Server, error) {
 		s.mcp = s.newMCPFace(*cfg.MCPFace)
 		s.mcp.Sync()
 	}
+	s.a2a = s.newA2AFace() // a2awire.go
 	b := cfg.Server.Boundary
 	if in := cfg.Server.Internal; in != nil {
 		s.grpc = s.newGRPCFace(in.Config) // grpcwire.go

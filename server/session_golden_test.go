@@ -21,12 +21,12 @@ import (
 const sessionGoldenDir = "testdata/session"
 
 // jsonrpcGoldenFiles are the golden files of the JSON-RPC faces: testdata/*/*.txtar but
-// the session RPC ones.
+// the session RPC and A2A ones.
 func jsonrpcGoldenFiles() []string {
 	files, _ := filepath.Glob("testdata/*/*.txtar")
 	out := files[:0]
 	for _, f := range files {
-		if filepath.Dir(filepath.ToSlash(f)) != sessionGoldenDir {
+		if d := filepath.Dir(filepath.ToSlash(f)); d != sessionGoldenDir && d != a2aGoldenDir {
 			out = append(out, f)
 		}
 	}

@@ -1,0 +1,171 @@
+package a2aface
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/codecs/a2a"
+	"github.com/gatehouse-dev/gatehouse/faces"
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/observability"
+	"github.com/gatehouse-dev/gatehouse/routing/capability"
+	"github.com/gatehouse-dev/gatehouse/schemas"
+)
+
+// cardMaxAge is how long a client or cache may reuse the card: the catalog, and so the
+// card, changes with the configuration and the upstreams' lists.
+const cardMaxAge = 60
+
+// Names of the card's security schemes.
+const (
+	schemeBearer = "bearer"
+	schemeAPIKey = "apiKey"
+)
+
+// Media types of the skills.
+var (
+	inputModes  = []string{"application/json", "text/plain"}
+	outputModes = []string{"application/json", "text/plain"}
+)
+
+// ServeCard serves GET (and HEAD) /.well-known/agent-card.json to anyone: the card of
+// the skills the caller may see — a caller without credentials (or with credentials the
+// authenticator refuses) sees what an anonymous caller may reach, as nekte.discover
+// shows it — with an ETag and a short max-age (private when it is a caller's own).
+func (f *Face) ServeCard(w http.ResponseWriter, r *http.Request) {
+	rt := f.gw.Acquire()
+	defer rt.Release()
+	traceID := observability.NewTraceID()
+	cfg := rt.A2A()
+	if cfg == nil {
+		faces.WriteHTTPError(w, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "A2A is not enabled"), traceID, faces.EncodingJSON)
+		return
+	}
+	var who *gateway.Principal
+	if creds := faces.HTTPCredentials(r, gateway.ZoneExternal); creds.Bearer != "" || creds.APIKey != "" {
+		if p, err := rt.Authenticator().Authenticate(r.Context(), creds); err == nil {
+			who = &p
+		}
+	}
+	body, err := json.Marshal(f.card(rt, cfg, faces.RequestOrigin(r), who))
+	if err != nil {
+		f.log.Error("a2a: writing the agent card", "trace_id", traceID, "err", err)
+		faces.WriteHTTPError(w, http.StatusInternalServerError, gateway.NewError(schemas.CodeInternal), traceID, faces.EncodingJSON)
+		return
+	}
+	sum := sha256.Sum256(body)
+	etag := `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`
+	h := w.Header()
+	scope := "public"
+	if who != nil {
+		scope = "private"
+		h.Set("Vary", "Authorization, X-API-Key")
+	}
+	h.Set("Cache-Control", scope+", max-age="+strconv.Itoa(cardMaxAge))
+	h.Set("ETag", etag)
+	h.Set("X-Trace-Id", traceID)
+	if inm := r.Header.Get("If-None-Match"); inm != "" && strings.Contains(inm, etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", faces.JSONContentType)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body)
+	}
+}
+
+// card builds the agent card of rt for a caller that reached the boundary at origin.
+func (f *Face) card(rt Runtime, cfg *Config, origin string, who *gateway.Principal) a2a.AgentCard {
+	url := cfg.Endpoint
+	if url == "" {
+		url = origin + Path
+	}
+	version := cfg.Version
+	if version == "" {
+		version = f.vers
+	}
+	on, off := true, false
+	card := a2a.AgentCard{
+		Name: cfg.Name, Description: cfg.Description, Version: version,
+		SupportedInterfaces: []a2a.AgentInterface{{URL: url, ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: "1.0"}},
+		Capabilities:        a2a.AgentCapabilities{Streaming: &on, PushNotifications: &off, ExtendedAgentCard: &off},
+		DefaultInputModes:   inputModes, DefaultOutputModes: outputModes,
+		Skills: skillsOf(rt.Skills(who)),
+	}
+	if *cfg.ServeV03 {
+		card.SupportedInterfaces = append(card.SupportedInterfaces,
+			a2a.AgentInterface{URL: url, ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: "0.3", Transport: a2a.BindingJSONRPC})
+		card.URL, card.PreferredTransport, card.ProtocolVersion = url, a2a.BindingJSONRPC, "0.3.0"
+	}
+	securityOf(&card, rt.Security())
+	return card
+}
+
+// skillsOf returns one skill per capability.
+func skillsOf(caps []capability.Capability) []a2a.AgentSkill {
+	skills := make([]a2a.AgentSkill, 0, len(caps))
+	for _, c := range caps {
+		s := a2a.AgentSkill{ID: c.ID, Name: c.ID, Description: c.Description, Tags: tagsOf(c),
+			InputModes: inputModes, OutputModes: outputModes}
+		if s.Description == "" {
+			s.Description = "Capability " + c.ID
+		}
+		for _, ex := range c.Examples {
+			if len(ex.In) > 0 {
+				s.Examples = append(s.Examples, string(ex.In))
+			}
+		}
+		skills = append(skills, s)
+	}
+	return skills
+}
+
+func tagsOf(c capability.Capability) []string {
+	tags := []string{string(c.Kind)}
+	if c.Category != "" {
+		tags = append([]string{c.Category}, tags...)
+	}
+	if c.Streaming {
+		tags = append(tags, "streaming")
+	}
+	return tags
+}
+
+// securityOf adds the schemes of the auth section to card, each an alternative: a bearer
+// JWT, an API key header; a caller without credentials is let in when anonymous access is
+// on (the empty requirement).
+func securityOf(card *a2a.AgentCard, sec Security) {
+	schemes := map[string]a2a.SecurityScheme{}
+	if sec.Bearer {
+		schemes[schemeBearer] = a2a.SecurityScheme{
+			HTTPAuth: &a2a.HTTPAuthSecurityScheme{Scheme: "Bearer", BearerFormat: "JWT"},
+			Type:     "http", Scheme: "bearer", BearerFormat: "JWT",
+		}
+	}
+	if sec.APIKeyHeader != "" {
+		schemes[schemeAPIKey] = a2a.SecurityScheme{
+			APIKey: &a2a.APIKeySecurityScheme{Location: "header", Name: sec.APIKeyHeader},
+			Type:   "apiKey", In: "header", Name: sec.APIKeyHeader,
+		}
+	}
+	if len(schemes) == 0 {
+		return
+	}
+	card.SecuritySchemes = schemes
+	for _, name := range []string{schemeBearer, schemeAPIKey} {
+		if _, ok := schemes[name]; ok {
+			card.SecurityRequirements = append(card.SecurityRequirements, a2a.SecurityRequirement{Schemes: map[string]a2a.StringList{name: {List: []string{}}}})
+			card.Security = append(card.Security, map[string][]string{name: {}})
+		}
+	}
+	if sec.Anonymous {
+		card.SecurityRequirements = append(card.SecurityRequirements, a2a.SecurityRequirement{Schemes: map[string]a2a.StringList{}})
+		card.Security = append(card.Security, map[string][]string{})
+	}
+}

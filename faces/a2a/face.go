@@ -1,0 +1,79 @@
+package a2aface
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/faces"
+	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/routing/capability"
+	"github.com/gatehouse-dev/gatehouse/state"
+)
+
+// Paths of the face on the boundary listener.
+const (
+	// Path is the JSON-RPC binding's endpoint.
+	Path = "/a2a"
+	// CardPath is the agent card's well-known path.
+	CardPath = "/.well-known/agent-card.json"
+)
+
+// Gateway is what the face sees of the gateway.
+type Gateway interface {
+	// Acquire returns the configuration in force, held until its Release.
+	Acquire() Runtime
+}
+
+// Runtime is one configuration as this face sees it.
+type Runtime interface {
+	faces.Runtime
+	// A2A returns the a2a section with its defaults; nil when the face is off.
+	A2A() *Config
+	// Skills returns the capabilities the caller may see (nil principal: a caller without
+	// credentials), in catalog order; nil when NEKTE is off.
+	Skills(p *gateway.Principal) []capability.Capability
+	// Security returns what the auth section accepts, for the card.
+	Security() Security
+}
+
+// Security is what the auth section accepts, as the card announces it.
+type Security struct {
+	// Bearer says bearer JWTs are verified (auth.jwt).
+	Bearer bool
+	// APIKeyHeader names the header API keys travel in; empty when none are configured.
+	APIKeyHeader string
+	// Anonymous says a caller without credentials is let in (perhaps from loopback only).
+	Anonymous bool
+	// ResourceMetadata is the URL of the OAuth protected-resource metadata, when
+	// configured.
+	ResourceMetadata string
+}
+
+// Options are what a Face is built with beside its gateway.
+type Options struct {
+	// State keeps the tasks' records (their binding to a principal, their message).
+	State state.KV
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+	// Log hears what fails outside a call.
+	Log *slog.Logger
+	// Version is the gateway's version, the card's default.
+	Version string
+}
+
+// Face is the A2A face.
+type Face struct {
+	gw   Gateway
+	kv   state.KV
+	now  func() time.Time
+	log  *slog.Logger
+	vers string
+}
+
+// New returns the face serving gw's configurations.
+func New(gw Gateway, o Options) *Face {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Face{gw: gw, kv: o.State, now: o.Now, log: o.Log, vers: o.Version}
+}
