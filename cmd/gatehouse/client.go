@@ -71,8 +71,11 @@ type clientCmd struct {
 // setup reads args into fs and returns the command's positional arguments.
 func (cc *clientCmd) setup(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) ([]string, error) {
 	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil, errHelp
+	}
 	if err != nil {
-		return nil, &client.UsageError{Msg: err.Error()}
+		return nil, &client.UsageError{Msg: err.Error(), Shown: true}
 	}
 	if cc.out, err = client.NewOutput(stdout, stderr, client.Mode(cc.flags.tty), cc.flags.noColor); err != nil {
 		return nil, err
@@ -110,10 +113,16 @@ func interruptible() (context.Context, context.CancelFunc) {
 	return ctx, stop
 }
 
+// errHelp ends a command asked for -h: its flags were printed.
+var errHelp = errors.New("help")
+
 // finish prints err (if any) and returns the command's exit code.
 func finish(out *client.Output, stderr io.Writer, err error) int {
-	if err == nil {
+	if err == nil || errors.Is(err, errHelp) {
 		return client.ExitOK
+	}
+	if ue, ok := errors.AsType[*client.UsageError](err); ok && ue.Shown {
+		return client.ExitUsage
 	}
 	if out == nil {
 		fmt.Fprintln(stderr, "gatehouse:", err)

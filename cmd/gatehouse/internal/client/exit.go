@@ -21,7 +21,12 @@ const (
 )
 
 // UsageError is a mistake in the command line or its input files.
-type UsageError struct{ Msg string }
+type UsageError struct {
+	Msg string
+	// Shown: the message was already written (the flag package writes its own, with
+	// the command's flags).
+	Shown bool
+}
 
 func (e *UsageError) Error() string { return e.Msg }
 

@@ -2,7 +2,6 @@ package client
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -150,8 +149,7 @@ func (r *barRenderer) Event(e Event) {
 		}
 	case "error":
 		r.status = "failed"
-		r.end()
-		fmt.Fprintln(r.o.Err, r.o.Colorize("[red]failed[reset] "+r.taskID+": ")+e.AsError().Error())
+		r.end() // the command prints the error as it ends
 	case "cancelled":
 		r.status = "cancelled"
 		var d struct {
@@ -189,18 +187,16 @@ func (r *barRenderer) Cancelling(taskID string) {
 	r.above(r.o.Err, r.o.Colorize("[yellow]interrupted:[reset] cancelling task "+taskID))
 }
 
-func (r *barRenderer) Close(err error) {
+func (r *barRenderer) Close(error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.status == "completed" || r.status == "failed" || r.status == "cancelled" {
 		return
 	}
-	// The stream ended some other way (refused, cut off): take the bar off the screen.
+	// The stream ended some other way (refused, cut off): take the bar off the screen;
+	// the command prints the error.
 	_ = r.bar.Exit()
 	_ = r.bar.Clear()
-	if err != nil && !errors.Is(err, ErrInterrupted) {
-		return // main prints the error
-	}
 }
 
 func compact(raw json.RawMessage) string {
