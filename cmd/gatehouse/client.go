@@ -22,7 +22,7 @@ const (
 	envURL      = "GATEHOUSE_URL"
 	envAdminURL = "GATEHOUSE_ADMIN_URL"
 	envToken    = "GATEHOUSE_TOKEN"
-	envAPIKey   = "GATEHOUSE_API_KEY"
+	envAPIKey   = "GATEHOUSE_API_KEY" //nolint:gosec // the name of a variable, not a credential
 )
 
 // clientFlags are the flags every client command takes.
@@ -132,7 +132,7 @@ func finish(out *client.Output, stderr io.Writer, err error) int {
 	return client.ExitCode(err)
 }
 
-func readFile(name string) ([]byte, error) { return os.ReadFile(name) } //nolint:gosec // the user names the file
+func readFile(name string) ([]byte, error) { return os.ReadFile(name) }
 
 func readStdin() ([]byte, error) { return io.ReadAll(clientStdin) }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/cmd/gatehouse/internal/client"
@@ -18,17 +20,20 @@ type adminAction struct {
 	// the positional arguments.
 	flags  func(fs *flag.FlagSet) func(pos []string) (any, error)
 	table  func(o *client.Output, res json.RawMessage) error
-	onRPC  string // "admin" (the admin listener) or "boundary"
-	taskOp bool   // the action follows a task's stream
+	admin  bool // on the admin listener (else the boundary)
+	taskOp bool // the action follows a task's stream
 }
 
 var approvalColumns = client.Columns("ID", "id", "STATUS", "status", "METHOD", "method", "CALLER", "caller", "RULE", "rule", "MUTATION", "mutation", "EXPIRES", "expires", "DECIDED BY", "decided_by")
+
+// actionList is the listing action of the admin commands.
+const actionList = "list"
 
 // adminCommands are gatehouse approvals|revocations|keys (the admin listener's JSON-RPC)
 // and gatehouse tasks (the boundary's nekte.task.*, which only the task's owner reaches).
 var adminCommands = map[string]map[string]adminAction{
 	"approvals": {
-		"list": {usage: "list [--all]", method: "admin.approvals.list", onRPC: "admin",
+		actionList: {usage: "list [--all]", method: "admin.approvals.list", admin: true,
 			flags: func(fs *flag.FlagSet) func([]string) (any, error) {
 				all := fs.Bool("all", false, "also the recent decisions (the audit trail)")
 				return func(pos []string) (any, error) {
@@ -50,21 +55,21 @@ var adminCommands = map[string]map[string]adminAction{
 				}
 				if json.Unmarshal(res, &d) == nil && d.Decided != nil {
 					_, _ = io.WriteString(o.Out, "\ndecided:\n")
-					return o.ObjectsTable(d.Decided, "", append(approvalColumns[:len(approvalColumns):len(approvalColumns)], client.Column{Header: "NOTE", Member: "note"}), "none")
+					return o.ObjectsTable(d.Decided, "", append(slices.Clip(approvalColumns), client.Column{Header: "NOTE", Member: "note"}), "none")
 				}
 				return nil
 			}},
-		"approve": {usage: "approve ID [--note TEXT]", method: "admin.approvals.approve", onRPC: "admin",
+		"approve": {usage: "approve ID [--note TEXT]", method: "admin.approvals.approve", admin: true,
 			flags: idAndText("note", "why it is approved (kept in the audit trail)")},
-		"deny": {usage: "deny ID [--reason TEXT]", method: "admin.approvals.deny", onRPC: "admin",
+		"deny": {usage: "deny ID [--reason TEXT]", method: "admin.approvals.deny", admin: true,
 			flags: idAndText("reason", "why it is denied (kept in the audit trail)")},
 	},
 	"revocations": {
-		"list": {usage: "list", method: "admin.revocations.list", onRPC: "admin", flags: none,
+		actionList: {usage: "list", method: "admin.revocations.list", admin: true, flags: none,
 			table: func(o *client.Output, res json.RawMessage) error {
 				return o.ObjectsTable(res, "revocations", client.Columns("KIND", "kind", "JTI", "jti", "SUB", "sub", "EXPIRES", "expires_at", "REVOKED BY", "revoked_by", "REASON", "reason"), "no revocations")
 			}},
-		"add": {usage: "add --jti ID | --sub NAME [--ttl 24h | --expires-at T] [--reason TEXT]", method: "admin.revocations.add", onRPC: "admin",
+		"add": {usage: "add --jti ID | --sub NAME [--ttl 24h | --expires-at T] [--reason TEXT]", method: "admin.revocations.add", admin: true,
 			flags: func(fs *flag.FlagSet) func([]string) (any, error) {
 				jti, sub := fs.String("jti", "", "revoke the token with this jti"), fs.String("sub", "", "revoke every credential of this subject")
 				ttl := fs.Duration("ttl", 0, "how long the entry lasts")
@@ -90,7 +95,7 @@ var adminCommands = map[string]map[string]adminAction{
 					return p, nil
 				}
 			}},
-		"remove": {usage: "remove --jti ID | --sub NAME", method: "admin.revocations.remove", onRPC: "admin",
+		"remove": {usage: "remove --jti ID | --sub NAME", method: "admin.revocations.remove", admin: true,
 			flags: func(fs *flag.FlagSet) func([]string) (any, error) {
 				jti, sub := fs.String("jti", "", "the jti of the entry"), fs.String("sub", "", "the subject of the entry")
 				return func(pos []string) (any, error) {
@@ -105,11 +110,11 @@ var adminCommands = map[string]map[string]adminAction{
 			}},
 	},
 	"keys": {
-		"list": {usage: "list", method: "admin.keys.list", onRPC: "admin", flags: none,
+		actionList: {usage: "list", method: "admin.keys.list", admin: true, flags: none,
 			table: func(o *client.Output, res json.RawMessage) error {
 				return o.ObjectsTable(res, "keys", client.Columns("KID", "kid", "ALGORITHM", "algorithm", "STATE", "state", "CREATED", "created", "ACTIVATES", "activates", "RETIRES", "retires"), "no keys")
 			}},
-		"rotate": {usage: "rotate [--revoke] [--reason TEXT]", method: "admin.keys.rotate", onRPC: "admin",
+		"rotate": {usage: "rotate [--revoke] [--reason TEXT]", method: "admin.keys.rotate", admin: true,
 			flags: func(fs *flag.FlagSet) func([]string) (any, error) {
 				revoke := fs.Bool("revoke", false, "take every previous key out at once (tokens they signed stop verifying)")
 				reason := fs.String("reason", "", "why (logged)")
@@ -129,11 +134,11 @@ var adminCommands = map[string]map[string]adminAction{
 			}},
 	},
 	"tasks": {
-		"status":  {usage: "status TASK_ID", method: "nekte.task.status", onRPC: "boundary", flags: taskID("")},
-		"cancel":  {usage: "cancel TASK_ID [--reason TEXT]", method: "nekte.task.cancel", onRPC: "boundary", flags: taskID("reason")},
-		"suspend": {usage: "suspend TASK_ID", method: "nekte.task.suspend", onRPC: "boundary", flags: taskID("")},
-		"resume":  {usage: "resume TASK_ID", method: "nekte.task.resume", onRPC: "boundary", flags: taskID("")},
-		"stream":  {usage: "stream TASK_ID", method: "nekte.task.stream", onRPC: "boundary", flags: taskID(""), taskOp: true},
+		"status":  {usage: "status TASK_ID", method: "nekte.task.status", flags: taskID("")},
+		"cancel":  {usage: "cancel TASK_ID [--reason TEXT]", method: "nekte.task.cancel", flags: taskID("reason")},
+		"suspend": {usage: "suspend TASK_ID", method: "nekte.task.suspend", flags: taskID("")},
+		"resume":  {usage: "resume TASK_ID", method: "nekte.task.resume", flags: taskID("")},
+		"stream":  {usage: "stream TASK_ID", method: "nekte.task.stream", flags: taskID(""), taskOp: true},
 	},
 }
 
@@ -199,11 +204,12 @@ func taskID(text string) func(fs *flag.FlagSet) func([]string) (any, error) {
 func adminCmd(name string, args []string, stdout, stderr io.Writer) int {
 	actions := adminCommands[name]
 	usage := func() string {
-		s := "usage:"
+		var b strings.Builder
+		b.WriteString("usage:")
 		for _, a := range sortedKeys(actions) {
-			s += "\n  gatehouse " + name + " " + actions[a].usage
+			b.WriteString("\n  gatehouse " + name + " " + actions[a].usage)
 		}
-		return s
+		return b.String()
 	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		return finish(nil, stderr, client.Usagef("%s", usage()))
@@ -215,7 +221,7 @@ func adminCmd(name string, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(name+" "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cc clientCmd
-	cc.flags.register(fs, act.onRPC == "admin", 30*time.Second)
+	cc.flags.register(fs, act.admin, 30*time.Second)
 	fs.BoolVar(&cc.flags.json, "json", false, "print the result as JSON, even on a terminal")
 	build := act.flags(fs)
 	pos, err := cc.setup(fs, args[1:], stdout, stderr)

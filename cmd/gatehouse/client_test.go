@@ -330,7 +330,7 @@ func terminal(out string) string {
 			j := i + 1
 			if j < len(rs) && rs[j] == '[' {
 				j++
-				for j < len(rs) && !(rs[j] >= 0x40 && rs[j] <= 0x7e) {
+				for j < len(rs) && (rs[j] < 0x40 || rs[j] > 0x7e) {
 					j++
 				}
 				if j < len(rs) && rs[j] == 'K' {

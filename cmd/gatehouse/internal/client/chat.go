@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -137,7 +138,7 @@ func (c *Client) Chat(ctx context.Context, ch Chat, o *Output) error {
 				wroteText, lineOpen = true, !strings.HasSuffix(d.Text, "\n")
 			}
 			return errStop
-		case "chat.error", "error":
+		case "chat.error", EventError:
 			ended = true
 			var ce chatError
 			_ = json.Unmarshal(env.Payload, &ce)
@@ -154,7 +155,7 @@ func (c *Client) Chat(ctx context.Context, ch Chat, o *Output) error {
 		return ErrInterrupted
 	}
 	switch {
-	case err != nil && err != errStop:
+	case err != nil && !errors.Is(err, errStop):
 		return &TransportError{Err: err}
 	case !ended:
 		return &TransportError{Err: fmt.Errorf("the chat stream ended before chat.done")}
@@ -163,7 +164,7 @@ func (c *Client) Chat(ctx context.Context, ch Chat, o *Output) error {
 }
 
 // errStop ends reading a stream early.
-var errStop = fmt.Errorf("stop")
+var errStop = errors.New("stop")
 
 func describeChatEvent(typ, name string, payload json.RawMessage) string {
 	switch typ {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"net/url"
@@ -137,8 +138,10 @@ type RPCError struct {
 
 func (e *RPCError) Error() string {
 	name := ""
-	if k, ok := schemas.Lookup(schemas.Code(e.Code)); ok {
-		name = " " + k.Name
+	if e.Code >= math.MinInt32 && e.Code <= math.MaxInt32 {
+		if k, ok := schemas.Lookup(schemas.Code(e.Code)); ok {
+			name = " " + k.Name
+		}
 	}
 	s := fmt.Sprintf("%d%s: %s", e.Code, name, e.Message)
 	var d struct {
@@ -306,7 +309,7 @@ func collectEvents(ctx context.Context, body io.Reader) (json.RawMessage, error)
 		return nil, &TransportError{Err: err}
 	}
 	out, _ := json.Marshal(events)
-	if n := len(events); n > 0 && events[n-1].Name == "error" {
+	if n := len(events); n > 0 && events[n-1].Name == EventError {
 		return out, events[n-1].AsError()
 	}
 	return out, nil

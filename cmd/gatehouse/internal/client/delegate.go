@@ -134,7 +134,7 @@ func (c *Client) follow(ctx context.Context, body []byte, taskID string, cancelT
 				return finalError(*final)
 			}
 			r.Event(e)
-			if e.Name == "complete" || e.Name == "error" || e.Name == "cancelled" {
+			if e.Name == EventComplete || e.Name == EventError || e.Name == EventCancelled {
 				final = &e
 			}
 		case <-ctxDone:
@@ -165,9 +165,9 @@ var ErrCancelled = &RPCError{Code: -32024, Message: "the task was cancelled"}
 
 func finalError(e Event) error {
 	switch e.Name {
-	case "complete":
+	case EventComplete:
 		return nil
-	case "cancelled":
+	case EventCancelled:
 		return ErrCancelled
 	}
 	return e.AsError()

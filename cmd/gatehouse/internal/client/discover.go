@@ -54,7 +54,7 @@ func (o *Output) DiscoverTable(raw json.RawMessage, level int) error {
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return &TransportError{Err: fmt.Errorf("nekte.discover: unexpected result: %w", err)}
 	}
-	var header []string
+	header := []string{"CAPABILITY", "CATEGORY"}
 	rows := make([][]string, 0, len(d.Caps))
 	for _, c := range d.Caps {
 		switch level {
@@ -68,11 +68,11 @@ func (o *Output) DiscoverTable(raw json.RawMessage, level int) error {
 	}
 	switch level {
 	case 0:
-		header = []string{"CAPABILITY", "CATEGORY", "HASH"}
+		header = append(header, "HASH")
 	case 1:
-		header = []string{"CAPABILITY", "CATEGORY", "DESCRIPTION"}
+		header = append(header, "DESCRIPTION")
 	default:
-		header = []string{"CAPABILITY", "CATEGORY", "INPUT", "DESCRIPTION"}
+		header = append(header, "INPUT", "DESCRIPTION")
 	}
 	if err := o.Table(header, rows); err != nil {
 		return err

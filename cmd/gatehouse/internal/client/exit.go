@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
@@ -60,6 +61,9 @@ func ExitCode(err error) int {
 
 // CodeExit is the exit code for a JSON-RPC error code.
 func CodeExit(code int) int {
+	if code < math.MinInt32 || code > math.MaxInt32 {
+		return ExitError
+	}
 	switch c := schemas.Code(code); {
 	case c >= schemas.CodeAuthorization && c < schemas.CodeQuota:
 		return ExitAuth

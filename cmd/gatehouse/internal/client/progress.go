@@ -32,6 +32,12 @@ func (l *lineRenderer) Cancelling(taskID string) {
 
 func (l *lineRenderer) Close(error) {}
 
+// Task statuses the bar shows in their own colour.
+const (
+	statusCompleted = "completed"
+	statusFailed    = "failed"
+)
+
 // barRenderer shows a task on a terminal: a progress bar on stderr (a spinner until the
 // backend reports a total), each partial result printed above it, the status in its
 // description; at the end the result, pretty, on stdout.
@@ -63,9 +69,9 @@ func newBarRenderer(o *Output, taskID string) *barRenderer {
 func (r *barRenderer) describe() string {
 	colour := "cyan"
 	switch r.status {
-	case "completed":
+	case statusCompleted:
 		colour = "green"
-	case "failed", "cancelled":
+	case statusFailed, EventCancelled:
 		colour = "red"
 	case "suspended":
 		colour = "yellow"
@@ -126,8 +132,8 @@ func (r *barRenderer) Event(e Event) {
 			_ = r.bar.Add(1)
 		}
 		r.above(r.o.Out, r.o.Colorize("[blue]partial[reset] ")+compact(d.Out))
-	case "complete":
-		r.status = "completed"
+	case EventComplete:
+		r.status = statusCompleted
 		var d struct {
 			Out  map[string]json.RawMessage `json:"out"`
 			Meta struct {
@@ -147,11 +153,11 @@ func (r *barRenderer) Event(e Event) {
 				break
 			}
 		}
-	case "error":
-		r.status = "failed"
+	case EventError:
+		r.status = statusFailed
 		r.end() // the command prints the error as it ends
-	case "cancelled":
-		r.status = "cancelled"
+	case EventCancelled:
+		r.status = EventCancelled
 		var d struct {
 			Reason   string `json:"reason"`
 			Previous string `json:"previous_status"`
@@ -174,7 +180,7 @@ func (r *barRenderer) Event(e Event) {
 // end draws the bar a last time and leaves it on its line.
 func (r *barRenderer) end() {
 	r.bar.Describe(r.describe())
-	if r.status == "completed" && r.known {
+	if r.status == statusCompleted && r.known {
 		_ = r.bar.Finish()
 	}
 	_ = r.bar.Exit()
@@ -190,7 +196,7 @@ func (r *barRenderer) Cancelling(taskID string) {
 func (r *barRenderer) Close(error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.status == "completed" || r.status == "failed" || r.status == "cancelled" {
+	if r.status == statusCompleted || r.status == statusFailed || r.status == EventCancelled {
 		return
 	}
 	// The stream ended some other way (refused, cut off): take the bar off the screen;
@@ -201,7 +207,7 @@ func (r *barRenderer) Close(error) {
 
 func compact(raw json.RawMessage) string {
 	if len(raw) == 0 {
-		return "null"
+		return jsonNull
 	}
 	var buf []byte
 	if b, err := compactBytes(raw); err == nil {

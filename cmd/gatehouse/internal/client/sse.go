@@ -12,6 +12,16 @@ import (
 // maxEventBytes bounds one line of an event stream.
 const maxEventBytes = 16 << 20
 
+// Names of the events that end a task's stream.
+const (
+	EventComplete  = "complete"
+	EventError     = "error"
+	EventCancelled = "cancelled"
+)
+
+// jsonNull is JSON's null.
+const jsonNull = "null"
+
 // Event is one named event of a stream: an SSE frame, or a WebSocket $/event.
 type Event struct {
 	Name string          `json:"event"`

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Column is one column of a table of JSON objects: its header and the member shown.
@@ -24,7 +25,7 @@ func (o *Output) ObjectsTable(raw json.RawMessage, key string, cols []Column, em
 		list = obj[key]
 	}
 	var items []map[string]json.RawMessage
-	if len(list) > 0 && string(list) != "null" {
+	if len(list) > 0 && string(list) != jsonNull {
 		if err := json.Unmarshal(list, &items); err != nil {
 			return &TransportError{Err: fmt.Errorf("unexpected result: %w", err)}
 		}
@@ -50,13 +51,16 @@ func (o *Output) ObjectsTable(raw json.RawMessage, key string, cols []Column, em
 
 // cell is a JSON value as a table cell: strings bare, absent as "-", others as JSON.
 func cell(v json.RawMessage) string {
-	if len(v) == 0 || string(v) == "null" {
+	if len(v) == 0 || string(v) == jsonNull {
 		return "-"
 	}
 	var s string
 	if json.Unmarshal(v, &s) == nil {
 		if s == "" {
 			return "-"
+		}
+		if tm, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			return tm.UTC().Format(time.RFC3339) // to the second, one width for every row
 		}
 		return oneLine(s)
 	}
