@@ -243,6 +243,14 @@ func TestClientExitCodes(t *testing.T) {
 		_, _ = io.WriteString(w, "<html>a proxy's page</html>")
 	}))
 	defer notRPC.Close()
+	silent := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // then the server notices the client hanging up
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	}))
+	defer silent.Close()
 	tests := []struct {
 		name   string
 		args   []string
@@ -279,6 +287,7 @@ func TestClientExitCodes(t *testing.T) {
 		{"invalid: unknown approval", []string{"approvals", "deny", "nosuch"}, 5, "unknown_id"},
 		{"invalid: unknown session route", []string{"chat", "nosuch", "hi"}, 5, "unknown_route"},
 		{"unavailable: deadline", []string{"call", "calc.count", `{"from":1,"to":50,"interval":"0.1s"}`, "--timeout", "300ms"}, 6, ""},
+		{"unavailable: client timeout", []string{"call", "subtract", "[2,1]", "--url", silent.URL, "--timeout", "200ms"}, 6, "no answer within --timeout 200ms"},
 		{"other: tool failed", []string{"call", "mcp.test_error_handling"}, 1, "1001 TOOL_FAILED"},
 		{"other: task failed", []string{"delegate", "test_error_handling"}, 1, "-32007"},
 	}

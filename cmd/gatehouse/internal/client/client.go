@@ -97,12 +97,28 @@ func (c *Client) header() http.Header {
 	return h
 }
 
-// withTimeout bounds ctx by the client's timeout.
+// withTimeout bounds ctx by the client's timeout; the context's cause then says so.
 func (c *Client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	if c.opts.Timeout <= 0 {
 		return context.WithCancel(ctx)
 	}
-	return context.WithTimeout(ctx, c.opts.Timeout)
+	return context.WithTimeoutCause(ctx, c.opts.Timeout, &TimeoutError{After: c.opts.Timeout})
+}
+
+// TimeoutError is a call that got no answer within the client's --timeout.
+type TimeoutError struct{ After time.Duration }
+
+func (e *TimeoutError) Error() string { return fmt.Sprintf("no answer within --timeout %v", e.After) }
+
+// Unwrap makes a timeout a context.DeadlineExceeded.
+func (e *TimeoutError) Unwrap() error { return context.DeadlineExceeded }
+
+// ctxErr is ctx's error, with its cause when the cause says more (the client's timeout).
+func ctxErr(ctx context.Context) error {
+	if te, ok := errors.AsType[*TimeoutError](context.Cause(ctx)); ok {
+		return te
+	}
+	return ctx.Err()
 }
 
 // post sends body to path and returns the response, whose body the caller closes.
@@ -122,7 +138,7 @@ func (c *Client) post(ctx context.Context, path string, body []byte, accept stri
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, ctxErr(ctx)
 		}
 		return nil, &TransportError{Err: err}
 	}
@@ -276,7 +292,7 @@ func readBody(ctx context.Context, resp *http.Response) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, ctxErr(ctx)
 		}
 		return nil, &TransportError{Err: err, Status: resp.StatusCode}
 	}
@@ -304,7 +320,7 @@ func collectEvents(ctx context.Context, body io.Reader) (json.RawMessage, error)
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, ctxErr(ctx)
 		}
 		return nil, &TransportError{Err: err}
 	}

@@ -94,17 +94,11 @@ func (c *Client) follow(ctx context.Context, body []byte, taskID string, cancelT
 	// cancellation the gateway reports.
 	streamCtx, stopStream := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopStream()
-	type outcome struct {
-		err  error
-		last string
-	}
-	done := make(chan outcome, 1)
+	done := make(chan error, 1)
 	events := make(chan Event, 64)
 	go func() {
 		defer close(events)
-		var last string
-		err := c.stream(streamCtx, body, func(e Event) error {
-			last = e.Name
+		done <- c.stream(streamCtx, body, func(e Event) error {
 			select {
 			case events <- e:
 			case <-streamCtx.Done():
@@ -112,7 +106,6 @@ func (c *Client) follow(ctx context.Context, body []byte, taskID string, cancelT
 			}
 			return nil
 		})
-		done <- outcome{err: err, last: last}
 	}()
 	interrupted := false
 	var cancelDeadline <-chan time.Time
@@ -122,12 +115,12 @@ func (c *Client) follow(ctx context.Context, body []byte, taskID string, cancelT
 		select {
 		case e, ok := <-events:
 			if !ok {
-				out := <-done
+				serr := <-done
 				switch {
 				case interrupted:
 					return ErrInterrupted
-				case out.err != nil:
-					return out.err
+				case serr != nil:
+					return serr
 				case final == nil:
 					return &TransportError{Err: errors.New("the task's stream ended before the task did")}
 				}

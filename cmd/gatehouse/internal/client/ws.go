@@ -45,7 +45,7 @@ func (c *Client) exchangeWS(ctx context.Context, body []byte, want int, onEvent 
 	conn, resp, err := websocket.DefaultDialer.DialContext(ctx, c.wsEndpoint("/ws"), c.header())
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, ctxErr(ctx)
 		}
 		if resp != nil {
 			defer func() { _ = resp.Body.Close() }()
@@ -70,7 +70,7 @@ func (c *Client) exchangeWS(ctx context.Context, body []byte, want int, onEvent 
 		_, msg, err := conn.ReadMessage()
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return nil, ctxErr(ctx)
 			}
 			return nil, &TransportError{Err: errNoResponse}
 		}
