@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strconv"
 
+	"github.com/gatehouse-dev/gatehouse/codecs/jsonnames"
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
@@ -139,8 +140,9 @@ func decodeInto(params []byte, p any) *Error {
 	if params[0] != '{' {
 		return InvalidParams("", "params must be an object")
 	}
-	if err := checkNames(params, reflect.TypeOf(p), ""); err != nil {
-		return err
+	// Case-sensitive member names (codecs/jsonnames): "ID" must not fill id.
+	if pr := jsonnames.Check(params, reflect.TypeOf(p)); pr != nil {
+		return InvalidParams(pr.Path, pr.Reason)
 	}
 	if err := json.Unmarshal(params, p); err != nil {
 		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {

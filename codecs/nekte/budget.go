@@ -3,6 +3,7 @@ package nekte
 import (
 	"encoding/json"
 
+	"github.com/gatehouse-dev/gatehouse/codecs/jsonnames"
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 )
 
@@ -73,9 +74,9 @@ func (b *Budget) validate(field string) error {
 	case b == nil:
 		return nil
 	case b.MaxTokens < 0:
-		return &ParamError{Field: joinPath(field, "max_tokens"), Reason: reasonNegative}
+		return &ParamError{Field: jsonnames.Join(field, "max_tokens"), Reason: reasonNegative}
 	case b.DetailLevel != "" && !b.DetailLevel.Valid():
-		return &ParamError{Field: joinPath(field, "detail_level"), Reason: `must be "full", "compact" or "minimal"`}
+		return &ParamError{Field: jsonnames.Join(field, "detail_level"), Reason: `must be "full", "compact" or "minimal"`}
 	default:
 		return nil
 	}

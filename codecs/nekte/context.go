@@ -1,6 +1,10 @@
 package nekte
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/gatehouse-dev/gatehouse/codecs/jsonnames"
+)
 
 // ContextAction is what a nekte.context call does with its envelope.
 type ContextAction string
@@ -65,21 +69,21 @@ func (p *ContextParams) Validate() error {
 }
 
 func (e *Envelope) validate(field string, idRequired bool) error {
-	if err := checkString(joinPath(field, "id"), e.ID, idRequired, MaxIDLen); err != nil {
+	if err := checkString(jsonnames.Join(field, "id"), e.ID, idRequired, MaxIDLen); err != nil {
 		return err
 	}
 	switch e.Compression {
 	case "", CompressionNone, CompressionSemantic, CompressionReference:
 	default:
-		return &ParamError{Field: joinPath(field, "compression"), Reason: `must be "none", "semantic" or "reference"`}
+		return &ParamError{Field: jsonnames.Join(field, "compression"), Reason: `must be "none", "semantic" or "reference"`}
 	}
 	if e.TTLSeconds < 0 {
-		return &ParamError{Field: joinPath(field, "ttl_s"), Reason: reasonNegative}
+		return &ParamError{Field: jsonnames.Join(field, "ttl_s"), Reason: reasonNegative}
 	}
 	if e.BudgetHint < 0 {
-		return &ParamError{Field: joinPath(field, "budget_hint"), Reason: reasonNegative}
+		return &ParamError{Field: jsonnames.Join(field, "budget_hint"), Reason: reasonNegative}
 	}
-	return checkJSON(joinPath(field, "data"), e.Data, false)
+	return checkJSON(jsonnames.Join(field, "data"), e.Data, false)
 }
 
 // ContextStatus is the status a nekte.context call reports.

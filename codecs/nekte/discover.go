@@ -3,6 +3,8 @@ package nekte
 import (
 	"encoding/json"
 	"math"
+
+	"github.com/gatehouse-dev/gatehouse/codecs/jsonnames"
 )
 
 // Discovery levels: L0 catalog, L1 summaries, L2 full schemas.
@@ -130,10 +132,10 @@ func (c *CapSchema) Validate() error {
 		return err
 	}
 	for i, ex := range c.Examples {
-		if err := checkJSON(indexPath("examples", i)+".in", ex.In, false); err != nil {
+		if err := checkJSON(jsonnames.Index("examples", i)+".in", ex.In, false); err != nil {
 			return err
 		}
-		if err := checkJSON(indexPath("examples", i)+".out", ex.Out, false); err != nil {
+		if err := checkJSON(jsonnames.Index("examples", i)+".out", ex.Out, false); err != nil {
 			return err
 		}
 	}

@@ -6,10 +6,9 @@ import (
 	"errors"
 	"reflect"
 	"strconv"
-	"strings"
-	"sync"
 	"unicode/utf16"
 
+	"github.com/gatehouse-dev/gatehouse/codecs/jsonnames"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
@@ -57,8 +56,8 @@ func Decode(raw []byte, p Params) error {
 	if !json.Valid(raw) {
 		return &ParamError{Reason: reasonJSON}
 	}
-	if err := checkNames(raw, reflect.TypeOf(p), ""); err != nil {
-		return err
+	if pr := jsonnames.Check(raw, reflect.TypeOf(p)); pr != nil {
+		return &ParamError{Field: pr.Path, Reason: pr.Reason}
 	}
 	if err := json.Unmarshal(raw, p); err != nil {
 		return unmarshalError(err)
@@ -96,117 +95,6 @@ func describeType(t reflect.Type) string {
 	default:
 		return "a valid value"
 	}
-}
-
-var rawMessageType = reflect.TypeFor[json.RawMessage]()
-
-// checkNames walks raw alongside the type t it will be decoded into, and rejects member
-// names that match a field only case-insensitively and names repeated in one object.
-// Values of the wrong JSON type are left for json.Unmarshal to report.
-func checkNames(raw []byte, t reflect.Type, path string) error {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch {
-	case t == rawMessageType:
-		return nil
-	case t.Kind() == reflect.Struct && len(raw) > 0 && raw[0] == '{':
-		return checkObject(raw, t, path)
-	case t.Kind() == reflect.Slice && len(raw) > 0 && raw[0] == '[':
-		return checkArray(raw, t.Elem(), path)
-	default:
-		return nil
-	}
-}
-
-func checkObject(raw []byte, t reflect.Type, path string) error {
-	fields := fieldsOf(t)
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if _, err := dec.Token(); err != nil { // '{'
-		return nil //nolint:nilerr // malformed input is reported by json.Unmarshal
-	}
-	seen := make(map[string]bool)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil //nolint:nilerr // as above
-		}
-		name, _ := tok.(string)
-		var val json.RawMessage
-		if err := dec.Decode(&val); err != nil {
-			return nil //nolint:nilerr // as above
-		}
-		ft, known := fields.exact[name]
-		if seen[name] {
-			if known {
-				return &ParamError{Field: joinPath(path, name), Reason: "given twice"}
-			}
-			return &ParamError{Field: path, Reason: "has a member name given twice"}
-		}
-		seen[name] = true
-		if !known {
-			if want, ok := fields.folded[strings.ToLower(name)]; ok {
-				return &ParamError{Field: joinPath(path, want), Reason: "member name must be spelled with this exact case"}
-			}
-			continue
-		}
-		if err := checkNames(bytes.TrimSpace(val), ft, joinPath(path, name)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func checkArray(raw []byte, elem reflect.Type, path string) error {
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil //nolint:nilerr // malformed input is reported by json.Unmarshal
-	}
-	for i, item := range items {
-		if err := checkNames(bytes.TrimSpace(item), elem, indexPath(path, i)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// structFields are the JSON member names of a struct type's fields.
-type structFields struct {
-	exact  map[string]reflect.Type // name → field type
-	folded map[string]string       // lower-case name → name
-}
-
-var fieldCache sync.Map // reflect.Type → *structFields
-
-func fieldsOf(t reflect.Type) *structFields {
-	if f, ok := fieldCache.Load(t); ok {
-		return f.(*structFields)
-	}
-	f := &structFields{exact: map[string]reflect.Type{}, folded: map[string]string{}}
-	for sf := range t.Fields() {
-		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-		if !sf.IsExported() || name == "-" {
-			continue
-		}
-		if name == "" {
-			name = sf.Name
-		}
-		f.exact[name] = sf.Type
-		f.folded[strings.ToLower(name)] = name
-	}
-	fieldCache.Store(t, f)
-	return f
-}
-
-func joinPath(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
-}
-
-func indexPath(path string, i int) string {
-	return path + "[" + strconv.Itoa(i) + "]"
 }
 
 // length returns the length of s as JavaScript's String.prototype.length counts it (UTF-16

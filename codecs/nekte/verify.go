@@ -1,6 +1,10 @@
 package nekte
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/gatehouse-dev/gatehouse/codecs/jsonnames"
+)
 
 // Check is a kind of verification nekte.verify can run.
 type Check string
@@ -32,7 +36,7 @@ func (p *VerifyParams) Validate() error {
 	}
 	for i, c := range p.Checks {
 		if c != CheckHash && c != CheckSample && c != CheckSource {
-			return &ParamError{Field: indexPath("checks", i), Reason: `must be "hash", "sample" or "source"`}
+			return &ParamError{Field: jsonnames.Index("checks", i), Reason: `must be "hash", "sample" or "source"`}
 		}
 	}
 	return p.Budget.validate("budget")
