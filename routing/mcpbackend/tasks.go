@@ -304,27 +304,12 @@ func (u *upstream) doOn(ctx context.Context, s *session, fn func(context.Context
 	if s.isDead() {
 		return nil, u.unavailable("the session holding the upstream task ended: " + s.deathReason()).NotSent()
 	}
-	hop, budget, err := u.hopDeadline(ctx)
+	rctx, sl, err := u.bounded(ctx)
 	if err != nil {
 		return nil, err
 	}
-	release, err := u.admit(ctx, hop, budget)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	rdl := time.Now().Add(u.cfg.RequestTimeout)
-	if !hop.IsZero() && hop.Before(rdl) {
-		rdl = hop
-	}
-	rctx, cancel := context.WithDeadline(ctx, rdl)
-	defer cancel()
-	x := &exchange{}
-	s.inflight.Add(1)
-	leave := s.calls.enter(peerFrom(ctx))
-	err = fn(withExchange(rctx, x), s)
-	leave()
-	s.inflight.Add(-1)
+	defer sl.end()
+	x, err := runOn(ctx, rctx, s, fn)
 	if err != nil {
 		return nil, u.callError(ctx, rctx, s, err, x)
 	}

@@ -334,21 +334,11 @@ func (u *upstream) admit(ctx context.Context, hop time.Time, budget gateway.HopB
 // layer upstream). A streamable HTTP session the server has forgotten is replaced and the
 // request retried once; it had not run, since the server refused the session.
 func (u *upstream) do(ctx context.Context, fn func(context.Context, *session) error) (*exchange, error) {
-	hop, budget, err := u.hopDeadline(ctx)
+	rctx, sl, err := u.bounded(ctx)
 	if err != nil {
 		return nil, err
 	}
-	release, err := u.admit(ctx, hop, budget)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	rdl := time.Now().Add(u.cfg.RequestTimeout)
-	if !hop.IsZero() && hop.Before(rdl) {
-		rdl = hop
-	}
-	rctx, cancel := context.WithDeadline(ctx, rdl)
-	defer cancel()
+	defer sl.end()
 	s, ce, err := u.session(rctx) // the pool's, or the caller's own (affinity.go)
 	if err != nil {
 		return nil, err
@@ -360,13 +350,8 @@ func (u *upstream) do(ctx context.Context, fn func(context.Context, *session) er
 		if s == nil {
 			return nil, u.unavailable("").NotSent() // no live session: nothing was written
 		}
-		x := &exchange{}
 		start := time.Now()
-		s.inflight.Add(1)
-		leave := s.calls.enter(peerFrom(ctx))
-		err := fn(withExchange(rctx, x), s)
-		leave()
-		s.inflight.Add(-1)
+		x, err := runOn(ctx, rctx, s, fn)
 		if err == nil {
 			u.observe(time.Since(start))
 			return x, nil
@@ -389,6 +374,52 @@ func (u *upstream) do(ctx context.Context, fn func(context.Context, *session) er
 		}
 		return nil, u.callError(ctx, rctx, s, err, x)
 	}
+}
+
+// bounded admits one request of ctx's call under the upstream's cap and returns the
+// request's context: its deadline is the earlier of now + request_timeout and the call's
+// deadline less the hop reserve (a request left with less than ε is not sent:
+// DEADLINE_EXCEEDED, layer upstream). The slot's end ends the context and frees the slot.
+func (u *upstream) bounded(ctx context.Context) (context.Context, slot, error) {
+	hop, budget, err := u.hopDeadline(ctx)
+	if err != nil {
+		return nil, slot{}, err
+	}
+	release, err := u.admit(ctx, hop, budget)
+	if err != nil {
+		return nil, slot{}, err
+	}
+	rdl := time.Now().Add(u.cfg.RequestTimeout)
+	if !hop.IsZero() && hop.Before(rdl) {
+		rdl = hop
+	}
+	rctx, cancel := context.WithDeadline(ctx, rdl)
+	return rctx, slot{cancel: cancel, release: release}, nil
+}
+
+// slot is a request admitted by bounded (a value, so that the hot path allocates nothing
+// for it).
+type slot struct {
+	cancel  context.CancelFunc
+	release func()
+}
+
+// end ends the request's context and frees its place under the cap.
+func (s slot) end() {
+	s.cancel()
+	s.release()
+}
+
+// runOn runs fn on s as one request of ctx's call, in rctx: counted in flight on s and
+// attributed to the call's peer while it runs.
+func runOn(ctx, rctx context.Context, s *session, fn func(context.Context, *session) error) (*exchange, error) {
+	x := &exchange{}
+	s.inflight.Add(1)
+	leave := s.calls.enter(peerFrom(ctx))
+	err := fn(withExchange(rctx, x), s)
+	leave()
+	s.inflight.Add(-1)
+	return x, err
 }
 
 // observe feeds the latency estimate behind retry_after_ms.
