@@ -38,9 +38,8 @@ func relayReplicas(t *testing.T, face string) (a, b *testServer) {
 // tools/call and of each POST answering a request of the gateway.
 type answerHosts struct {
 	alternate
-	mu      sync.Mutex
-	events  []string // "call@host" or "answer@host"
-	pending sync.Map
+	mu     sync.Mutex
+	events []string // "call@host" or "answer@host"
 }
 
 func (h *answerHosts) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -110,7 +109,7 @@ func TestMCPRelay25AcrossReplicas(t *testing.T) {
 			}
 		}
 		if round == 0 { // shift the alternation by one request
-			if err := d.Ping(ctx); err != nil {
+			if _, err := d.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -208,7 +207,7 @@ func TestMCPRelay25ToTheGETStream(t *testing.T) {
 	sid := relayInit(t, hc, a.base, "alice-key")
 
 	// The GET stream, on b.
-	getCtx, stopGet := context.WithCancel(context.Background())
+	getCtx, stopGet := context.WithCancel(t.Context())
 	defer stopGet()
 	greq, _ := http.NewRequestWithContext(getCtx, http.MethodGet, b.base+"/mcp", nil)
 	greq.Header.Set("Accept", "text/event-stream")

@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -192,8 +194,8 @@ func (r *relay25) injectLocal(sid string, msg []byte) bool {
 	r.mu.Lock()
 	ws := append([]*relayWriter(nil), r.streams[sid]...)
 	r.mu.Unlock()
-	for i := len(ws) - 1; i >= 0; i-- { // the newest first
-		if ws[i].inject(msg) {
+	for _, w := range slices.Backward(ws) { // the newest first
+		if w.inject(msg) {
 			return true
 		}
 	}
@@ -414,6 +416,9 @@ type relayWriter struct {
 	ours     bool // the face made the POST's response a stream
 	jsonBody bool // mcp-go then wrote a JSON response's header: its body becomes an event
 	closed   bool
+	// hdr is the header mcp-go sets, copied to the response's when it writes it: the face
+	// may write the response's header (inject) while mcp-go sets its own.
+	hdr http.Header
 }
 
 func newRelayWriter(w http.ResponseWriter, r *http.Request, get bool) *relayWriter {
@@ -423,20 +428,28 @@ func newRelayWriter(w http.ResponseWriter, r *http.Request, get bool) *relayWrit
 			accepts = true
 		}
 	}
-	return &relayWriter{ResponseWriter: w, get: get, accepts: accepts}
+	return &relayWriter{ResponseWriter: w, get: get, accepts: accepts, hdr: w.Header().Clone()}
+}
+
+// Header is the header mcp-go sets.
+func (w *relayWriter) Header() http.Header { return w.hdr }
+
+// sendHeader copies mcp-go's header to the response's, as its header is written.
+func (w *relayWriter) sendHeader() {
+	w.sent = true
+	w.stream = strings.HasPrefix(w.hdr.Get("Content-Type"), "text/event-stream")
+	maps.Copy(w.ResponseWriter.Header(), w.hdr)
 }
 
 func (w *relayWriter) WriteHeader(status int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.ours {
-		w.jsonBody = faces.IsJSON(w.Header().Get("Content-Type"))
-		w.Header().Set("Content-Type", "text/event-stream")
+		w.jsonBody = faces.IsJSON(w.hdr.Get("Content-Type"))
 		return
 	}
 	if !w.sent {
-		w.sent = true
-		w.stream = strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream")
+		w.sendHeader()
 	}
 	w.ResponseWriter.WriteHeader(status)
 }
@@ -451,8 +464,7 @@ func (w *relayWriter) Write(b []byte) (int, error) {
 		return len(b), nil
 	}
 	if !w.sent {
-		w.sent = true
-		w.stream = strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream")
+		w.sendHeader()
 	}
 	return w.ResponseWriter.Write(b)
 }
@@ -492,7 +504,7 @@ func (w *relayWriter) inject(msg []byte) bool {
 	case !w.sent && w.get: // mcp-go has not opened the stream yet
 		return false
 	case !w.sent:
-		h := w.Header()
+		h := w.ResponseWriter.Header()
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Connection", "keep-alive")
 		h.Set("Cache-Control", "no-cache")
