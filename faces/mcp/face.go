@@ -40,6 +40,7 @@ type Face struct {
 	lists *listCache // the narrowed lists (listcache.go); nil when mcp_face.list_cache is off
 	tasks *taskFace  // MCP tasks (tasks.go); nil when mcp_face.tasks is off or serving stdio
 	mrtr  *mrtr      // calls waiting for their 2026-07-28 caller's input (mrtr.go)
+	relay *relay25   // requests relayed to 2025-11-25 sessions (relay25.go); nil when serving stdio
 
 	mu          sync.Mutex
 	bound       *mcpbackend.Target
@@ -119,6 +120,7 @@ func New(gw Gateway, o Options) *Face {
 	}
 	f.sessions = newMCPSessions(cfg, o.State, o.Now, o.Log)
 	f.mrtr = newMRTR(cfg.MRTR, f.sessions.signer.key, o.State, f.srv, o.Now, o.Log)
+	f.relay = newRelay25(f.mrtr, o.State, f.sessions, o.Log)
 	f.sessions.record(hooks)
 	f.trackSessions(hooks)
 	f.handler = mcpserver.NewStreamableHTTPServer(f.srv,
@@ -186,8 +188,17 @@ func (f *Face) Serve(w http.ResponseWriter, r *http.Request) {
 	bw, r, done := f.boundWrites(w, r)
 	defer done()
 	fr := faceRequestOf(r.Context())
+	if r.Method == http.MethodGet && fr != nil && fr.sessionChecked { // it takes relayed requests (relay25.go)
+		rw := newRelayWriter(bw, r, true)
+		defer f.relay.openStream(r.Context(), r.Header.Get(mcpserver.HeaderKeySessionID), rw)()
+		f.handler.ServeHTTP(rw, r)
+		return
+	}
 	if r.Method != http.MethodPost || fr == nil {
 		f.handler.ServeHTTP(bw, r)
+		return
+	}
+	if fr.sessionChecked && f.relay.serveAnswer(bw, r, fr) { // a client's answers to relayed requests
 		return
 	}
 	if f.tasks != nil && f.tasks.serve(bw, r, fr) { // MCP tasks (tasks.go)
@@ -200,7 +211,15 @@ func (f *Face) Serve(w http.ResponseWriter, r *http.Request) {
 		f.cancelFast(r.Header.Get(mcpserver.HeaderKeySessionID), fr.body)
 	}
 	rw := &refusalWriter{ResponseWriter: bw, fr: fr}
-	f.handler.ServeHTTP(rw, r)
+	var hw http.ResponseWriter = rw
+	if fr.sessionChecked && f.relay != nil { // the call's relayed requests may go on its response
+		fr.relay = newRelayWriter(rw, r, false)
+		hw = fr.relay
+	}
+	f.handler.ServeHTTP(hw, r)
+	if fr.relay != nil {
+		fr.relay.close()
+	}
 	rw.finish(resourceMetadata(r))
 	if fr.sessionChecked && bw.Header().Get("Content-Type") == "text/event-stream" {
 		f.markStream(r.Header.Get(mcpserver.HeaderKeySessionID)) // mcp-go's session streams from now on

@@ -39,8 +39,8 @@ import (
 // method, batches, bodies the strict codec refuses or mcp-go would read differently
 // (decodeToolCall), the 2026-07-28 revision, sessions this process does not hold (after a
 // restart, on another replica: mcp-go restores them from the session table first), clients
-// with sampling or elicitation (the upstream's requests travel on mcp-go's request-scoped
-// stream), sessions with notifications waiting to be delivered (mcp-go writes them on the
+// with sampling or elicitation (the upstream's requests go on the response of mcp-go's POST,
+// relay25.go), sessions with notifications waiting to be delivered (mcp-go writes them on the
 // response), and tools that are not the bridge's (an embedder's own).
 
 // liveSession is a streamable HTTP session mcp-go registered in this process.
@@ -270,7 +270,7 @@ func (f *Face) fastTool(name string) bool {
 
 // plainSession reports whether the fast path can stand in for mcp-go on the session: it
 // negotiated a protocol version (mcp-go restores one first otherwise), and its client has
-// neither sampling nor elicitation, whose requests travel on mcp-go's request-scoped stream.
+// neither sampling nor elicitation, whose requests go on the response of mcp-go's POST (relay25.go).
 func plainSession(s mcpserver.ClientSession) bool {
 	if v, ok := s.(versionedSession); !ok || v.ProtocolVersion() == "" {
 		return false

@@ -66,6 +66,8 @@ type mrtr struct {
 
 	fmu      sync.Mutex
 	forwards map[string]*mrtrForward // retries this process forwarded, by forward id
+
+	relay func(mrtrWire) mrtrOutcome // serves relayed requests' messages (relaybus.go); set before listening
 }
 
 func newMRTR(cfg MRTRConfig, key []byte, kv state.KV, srv *mcpserver.MCPServer, now func() time.Time, log *slog.Logger) *mrtr {

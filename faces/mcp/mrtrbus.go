@@ -36,6 +36,7 @@ type mrtrWire struct {
 	State     string                     `json:"state,omitempty"`
 	Responses map[string]json.RawMessage `json:"responses,omitempty"`
 	Outcome   *mrtrOutcome               `json:"outcome,omitempty"`
+	Session   string                     `json:"session,omitempty"` // a relayed request's session (relaybus.go)
 }
 
 // mrtrForward is a retry this process forwarded, waiting for the owner's word.
@@ -94,6 +95,8 @@ func (m *mrtr) receive(w mrtrWire) {
 			defer m.wg.Done()
 			m.serveForwarded(w)
 		}()
+	case relayKindAnswer, relayKindDeliver:
+		m.serveRelay(w)
 	case mrtrKindAck, mrtrKindOutcome:
 		m.fmu.Lock()
 		fw := m.forwards[w.ID]
@@ -178,6 +181,15 @@ func (m *mrtr) forward(ctx context.Context, st mrtrState, token string, response
 	if err := m.listen(); err != nil {
 		return mrtrOutcome{Err: gateway.Errorf(schemas.CodeUnavailable, "The state store's bus did not answer").Wrap(err)}
 	}
+	w := mrtrWire{Kind: mrtrKindRetry, State: token, Responses: responses}
+	return m.ask(ctx, st.owner.String(), w, func(wait time.Duration) *gateway.Error {
+		return callLost("the gateway process holding it did not answer within " + wait.String() + " (mcp_face.mrtr.forward_timeout): it is gone")
+	})
+}
+
+// ask publishes w to the process named to and waits for its outcome: an ack restarts
+// the wait of forward_timeout; silence for that long is answered by lost.
+func (m *mrtr) ask(ctx context.Context, to string, w mrtrWire, lost func(time.Duration) *gateway.Error) mrtrOutcome {
 	var idb [16]byte
 	_, _ = rand.Read(idb[:])
 	id := hex.EncodeToString(idb[:])
@@ -190,8 +202,8 @@ func (m *mrtr) forward(ctx context.Context, st mrtrState, token string, response
 		delete(m.forwards, id)
 		m.fmu.Unlock()
 	}()
-	w := mrtrWire{Kind: mrtrKindRetry, ID: id, From: m.self.String(), State: token, Responses: responses}
-	if err := m.publish(ctx, st.owner.String(), w); err != nil {
+	w.ID, w.From = id, m.self.String()
+	if err := m.publish(ctx, to, w); err != nil {
 		return mrtrOutcome{Err: gateway.Errorf(schemas.CodeUnavailable, "The state store's bus did not answer").Wrap(err)}
 	}
 	wait := m.cfg.forwardTimeout()
@@ -204,7 +216,7 @@ func (m *mrtr) forward(ctx context.Context, st mrtrState, token string, response
 		case out := <-fw.out:
 			return out
 		case <-t.C:
-			return mrtrOutcome{Err: callLost("the gateway process holding it did not answer within " + wait.String() + " (mcp_face.mrtr.forward_timeout): it is gone")}
+			return mrtrOutcome{Err: lost(wait)}
 		case <-ctx.Done():
 			return mrtrOutcome{Err: gateway.AsError(ctx.Err())}
 		}

@@ -3,6 +3,8 @@ package mcpface
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 
@@ -106,11 +108,19 @@ func (p *mcpPeer) Request(ctx context.Context, method string, params json.RawMes
 	defer context.AfterFunc(ctx, cancel)()
 	var res any
 	var err error
+	sid, relayed := p.f.relay.handles(p) // a streamable HTTP session: the face relays it (relay25.go)
 	switch method {
 	case string(mcp.MethodSamplingCreateMessage):
 		req := mcp.CreateMessageRequest{}
 		if err := json.Unmarshal(params, &req.CreateMessageParams); err != nil {
 			return nil, gateway.NewError(schemas.CodeInvalidParams).With("reason", "malformed sampling/createMessage params")
+		}
+		if relayed {
+			var out json.RawMessage
+			if out, err = p.f.relay.request(rctx, sid, faceRequestOf(p.ctx), method, params); err == nil {
+				res, err = parseRelayed[mcp.CreateMessageResult](out, method)
+			}
+			break
 		}
 		res, err = p.f.srv.RequestSampling(rctx, req) //nolint:staticcheck // relaying the upstream's request to a client of a revision that has sampling
 	case string(mcp.MethodElicitationCreate):
@@ -118,9 +128,23 @@ func (p *mcpPeer) Request(ctx context.Context, method string, params json.RawMes
 		if err := json.Unmarshal(params, &req.Params); err != nil {
 			return nil, gateway.NewError(schemas.CodeInvalidParams).With("reason", "malformed elicitation/create params")
 		}
+		if relayed {
+			if err := req.Params.Validate(); err != nil {
+				return nil, gateway.NewError(schemas.CodeInvalidParams).With("reason", err.Error())
+			}
+			var out json.RawMessage
+			if out, err = p.f.relay.request(rctx, sid, faceRequestOf(p.ctx), method, params); err == nil {
+				res, err = parseRelayed[mcp.ElicitationResult](out, method)
+			}
+			break
+		}
 		res, err = p.f.srv.RequestElicitation(rctx, req)
 	default:
 		return nil, gateway.NewError(schemas.CodeMethodNotFound).With("method", method)
+	}
+	var ge *gateway.Error
+	if err != nil && errors.As(err, &ge) && ge.Code() != schemas.CodeInternal {
+		return nil, ge // the relay's own word: no stream, the bus, a malformed answer
 	}
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -135,6 +159,22 @@ func (p *mcpPeer) Request(ctx context.Context, method string, params json.RawMes
 		return nil, gateway.NewError(schemas.CodeInternal).Wrap(err)
 	}
 	return out, nil
+}
+
+// parseRelayed decodes a client's result to a relayed request as mcp-go would.
+func parseRelayed[T any](raw json.RawMessage, method string) (*T, error) {
+	var res T
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("failed to unmarshal %s response: %w", method, err)
+	}
+	if cm, ok := any(&res).(*mcp.CreateMessageResult); ok {
+		content, err := mcp.ParseSamplingContent(cm.Content)
+		if err != nil {
+			return nil, fmt.Errorf("failed to parse sampling response content: %w", err)
+		}
+		cm.Content = content
+	}
+	return &res, nil
 }
 
 // faceCompletions answers completion/complete on the face by running it through the

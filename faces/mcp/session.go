@@ -213,6 +213,7 @@ type faceRequest struct {
 	routed         routed               // what the checked routing headers say (routing.go)
 	lists          listVersions         // the catalog version each list request was built from (listcache.go)
 	read           *mcp.CacheableResult // the upstream's hints on the resources/read it answers (read.go)
+	relay          *relayWriter         // the response the face's relayed requests may go on (relay25.go)
 }
 
 type faceRequestKey struct{}

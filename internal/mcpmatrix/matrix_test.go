@@ -36,13 +36,7 @@ var pendingCells = []pendingCell{
 // knownBugs are cells that fail because of a gateway bug not fixed yet. They are judged as
 // pendingCells are, except that a pass does not fail the test: whether these fail depends on
 // which replica a client's answer happens to reach. Delete the line with the fix.
-var knownBugs = []pendingCell{
-	{clientVersion: v2025, step: stepSampling, why: "a server-to-client request lives in the memory of the replica running the call: " +
-		"it cannot reach a client whose GET stream is open on the other replica, and the client's answer, POSTed with the session ID, " +
-		"is dropped when the balancer sends it to the other replica (mcp-go: \"failed to deliver sampling response: no active session found\"; " +
-		"the answering client gets 400 or 404)"},
-	{clientVersion: v2025, step: stepElicitation, why: "as sampling: a relayed elicitation/create, or the answer to it, may meet the other replica"},
-}
+var knownBugs = []pendingCell{}
 
 // match returns the first entry of table matching a step of a cell.
 func match(table []pendingCell, clientVersion, server, step string) (pendingCell, bool) {
