@@ -200,7 +200,12 @@ func (f *Face) Serve(w http.ResponseWriter, r *http.Request) {
 		f.cancelFast(r.Header.Get(mcpserver.HeaderKeySessionID), fr.body)
 	}
 	rw := &refusalWriter{ResponseWriter: bw, fr: fr}
-	f.handler.ServeHTTP(rw, r)
+	if bytes.Contains(fr.body, []byte(`"tools/call"`)) { // its progress and logs share the response (poststream.go)
+		ps, pr := withPostStream(rw, r)
+		f.handler.ServeHTTP(ps, pr)
+	} else {
+		f.handler.ServeHTTP(rw, r)
+	}
 	rw.finish(resourceMetadata(r))
 	if fr.sessionChecked && bw.Header().Get("Content-Type") == "text/event-stream" {
 		f.markStream(r.Header.Get(mcpserver.HeaderKeySessionID)) // mcp-go's session streams from now on
