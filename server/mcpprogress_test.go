@@ -181,19 +181,65 @@ func TestMCPCallNotificationsOnPOSTStream(t *testing.T) {
 					if status != http.StatusOK {
 						t.Fatalf("tools/call %d: %d %s", i, status, body)
 					}
-					var want []string
-					for step := 1; step <= burstSteps; step++ {
-						want = append(want, fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":%d,"progressToken":"tok-%d","total":%d}}`, step, i, burstSteps))
-					}
-					want = append(want, `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"burst log","level":"error","logger":"burst"}}`,
-						fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"burst done"}]}}`, 10+i))
-					got := sseMessages(t, body)
-					if strings.Join(got, "\n") != strings.Join(want, "\n") {
-						t.Fatalf("tools/call %d answered %d events, want %d progress notifications, the log message and the result in order:\n%s",
-							i, len(got), burstSteps, strings.Join(got, "\n"))
-					}
+					wantBurst(t, i, body)
 				}
 			})
 		}
+	}
+	// A 2026-07-28 caller has no session: mcp-go's server serves its call, as a multi
+	// round-trip call when it declared sampling or elicitation.
+	for _, caps := range []string{`{}`, `{"sampling":{},"elicitation":{}}`} {
+		for name, ts := range replicas {
+			t.Run("2026-07-28 "+caps+" on "+name, func(t *testing.T) {
+				hc := httpClient(t)
+				for i := range 3 {
+					call := fmt.Sprintf(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"burst","arguments":{},"_meta":{"progressToken":"tok-%d",`+
+						`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"progress-test","version":"1"},`+
+						`"io.modelcontextprotocol/clientCapabilities":%s,"io.modelcontextprotocol/logLevel":"debug"}},"id":%d}`, i, caps, 10+i)
+					req, err := http.NewRequest(http.MethodPost, ts.base+"/mcp", strings.NewReader(call))
+					if err != nil {
+						t.Fatal(err)
+					}
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Accept", "application/json, text/event-stream")
+					req.Header.Set("X-API-Key", "alice-key")
+					req.Header.Set("Mcp-Protocol-Version", mcp.ProtocolVersion20260728)
+					req.Header.Set("Mcp-Method", "tools/call")
+					req.Header.Set("Mcp-Name", "burst")
+					resp, err := hc.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					b, _ := io.ReadAll(resp.Body)
+					_ = resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						t.Fatalf("tools/call %d: %d %s", i, resp.StatusCode, b)
+					}
+					wantBurst(t, i, string(b))
+				}
+			})
+		}
+	}
+}
+
+// wantBurst checks the answer to the burst tools/call of id 10+i with token tok-i: every
+// progress notification in order, the log message, then the result (whose _meta and
+// resultType a 2026-07-28 caller gets too).
+func wantBurst(t *testing.T, i int, body string) {
+	t.Helper()
+	var want []string
+	for step := 1; step <= burstSteps; step++ {
+		want = append(want, fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":%d,"progressToken":"tok-%d","total":%d}}`, step, i, burstSteps))
+	}
+	want = append(want, `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"burst log","level":"error","logger":"burst"}}`)
+	got := sseMessages(t, body)
+	if n := len(got); n > 0 && strings.HasPrefix(got[n-1], fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{`, 10+i)) &&
+		strings.Contains(got[n-1], `"content":[{"type":"text","text":"burst done"}]`) {
+		got[n-1] = "the result"
+	}
+	want = append(want, "the result")
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("tools/call %d answered %d events, want %d progress notifications, the log message and the result in order:\n%s",
+			i, len(got), burstSteps, strings.Join(got, "\n"))
 	}
 }

@@ -118,3 +118,21 @@ func postCallStream(ctx context.Context) *callStream {
 	}
 	return &callStream{w: ps, shared: ps, sess: mcpserver.ClientSessionFromContext(ctx), reqCtx: ctx}
 }
+
+type callStreamKey struct{}
+
+// withCallStream returns ctx carrying st, the stream of the request of ctx, for a multi
+// round-trip call's progress and log messages (mrtrface.go), which find the request now
+// waiting on the call by its context; ctx unchanged when st is nil.
+func withCallStream(ctx context.Context, st *callStream) context.Context {
+	if st == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, callStreamKey{}, st)
+}
+
+// callStreamOf returns the stream withCallStream put on ctx, or nil.
+func callStreamOf(ctx context.Context) *callStream {
+	st, _ := ctx.Value(callStreamKey{}).(*callStream)
+	return st
+}
