@@ -149,8 +149,9 @@ func (f *Face) callAgentTool(method string) mcpserver.ToolHandlerFunc {
 			args = []byte("{}")
 		}
 		principal, _ := ctx.Value(principalKey{}).(gateway.Principal)
+		st := postCallStream(ctx) // progress on the call's POST response (poststream.go)
 		if meta := req.Params.Meta; meta != nil && meta.ProgressToken != nil {
-			ctx = f.relayProgress(ctx, meta.ProgressToken, nil)
+			ctx = f.relayProgress(ctx, meta.ProgressToken, st)
 		}
 		rt := f.gw.Acquire()
 		if meta := req.Params.Meta; meta != nil && rt.Pipeline().Tracer != nil {
@@ -158,6 +159,7 @@ func (f *Face) callAgentTool(method string) mcpserver.ToolHandlerFunc {
 		}
 		out := rt.Pipeline().RunAs(ctx, faces.Caller{Principal: principal, Zone: callerZone(ctx), Protocol: gateway.ProtocolMCP}, method, args, nil)
 		rt.Release()
+		st.finish()
 		if out.Err != nil {
 			if !agentOutcome(out.Err.Code()) {
 				if fr := faceRequestOf(ctx); fr != nil {

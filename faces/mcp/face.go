@@ -216,7 +216,12 @@ func (f *Face) Serve(w http.ResponseWriter, r *http.Request) {
 		fr.relay = newRelayWriter(rw, r, false)
 		hw = fr.relay
 	}
-	f.handler.ServeHTTP(hw, r)
+	if bytes.Contains(fr.body, []byte(`"tools/call"`)) { // its progress and logs share the response (poststream.go)
+		ps, pr := withPostStream(hw, r)
+		f.handler.ServeHTTP(ps, pr)
+	} else {
+		f.handler.ServeHTTP(hw, r)
+	}
 	if fr.relay != nil {
 		fr.relay.close()
 	}

@@ -201,7 +201,7 @@ func (f *Face) serveToolCall(w http.ResponseWriter, r *http.Request, fr *faceReq
 	f.fast.served.Add(1)
 
 	ctx := f.srv.WithContext(r.Context(), ls.sess)
-	st := &callStream{w: w, ls: ls, reqCtx: r.Context()}
+	st := &callStream{w: w, ls: ls, sess: ls.sess, reqCtx: r.Context()}
 	ctx = f.peerWith(ctx, st)
 	if meta != nil && meta.ProgressToken != nil {
 		ctx = f.relayProgress(ctx, meta.ProgressToken, st)
@@ -340,7 +340,9 @@ func errorResponse(id string, code int, message string) []byte {
 // meanwhile, before the response.
 type callStream struct {
 	w      http.ResponseWriter
-	ls     *liveSession
+	ls     *liveSession            // the fast path's session; nil on mcp-go's path
+	sess   mcpserver.ClientSession // the calling session
+	shared *postStream             // on mcp-go's path, the response mcp-go writes too (poststream.go)
 	reqCtx context.Context
 
 	start  sync.Once
@@ -348,7 +350,8 @@ type callStream struct {
 	done   chan struct{}
 	exited chan struct{}
 
-	upgraded bool // the event-stream headers are written: by the forwarder, then the handler
+	upgraded bool        // the event-stream headers are written: by the forwarder, then the handler
+	over     atomic.Bool // finish was called: later notifications are dropped, unseen
 }
 
 // notificationQueue is the notifications a call may have waiting to be written; more are
@@ -357,10 +360,15 @@ const notificationQueue = 100
 
 // send queues n for the client. It never blocks.
 func (s *callStream) send(n mcp.JSONRPCNotification) {
-	if up, ok := s.ls.sess.(mcpserver.SessionWithStreamableHTTPConfig); ok {
+	if s.over.Load() {
+		return
+	}
+	if up, ok := s.sess.(mcpserver.SessionWithStreamableHTTPConfig); ok {
 		up.UpgradeToSSEWhenReceiveNotification() // as mcp-go's send would: its later POSTs stream
 	}
-	s.ls.sse.Store(true)
+	if s.ls != nil {
+		s.ls.sse.Store(true)
+	}
 	s.start.Do(func() {
 		s.queue = make(chan mcp.JSONRPCNotification, notificationQueue)
 		s.done, s.exited = make(chan struct{}), make(chan struct{})
@@ -387,8 +395,12 @@ func (s *callStream) forward() {
 }
 
 // finish stops the forwarder and writes what is still queued; later notifications are
-// dropped.
+// dropped. A nil stream has nothing to finish.
 func (s *callStream) finish() {
+	if s == nil {
+		return
+	}
+	s.over.Store(true)
 	s.start.Do(func() {})
 	if s.queue == nil {
 		return
@@ -422,6 +434,10 @@ func (s *callStream) upgrade() {
 func (s *callStream) writeEvent(n mcp.JSONRPCNotification) {
 	b, err := json.Marshal(n)
 	if err != nil {
+		return
+	}
+	if s.shared != nil {
+		s.shared.event(b)
 		return
 	}
 	s.writeEventData(b)

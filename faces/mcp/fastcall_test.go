@@ -34,7 +34,7 @@ func TestCallStream(t *testing.T) {
 			rec := httptest.NewRecorder()
 			sess := &streamSession{ch: make(chan mcp.JSONRPCNotification, 1)}
 			ls := &liveSession{sess: sess}
-			st := &callStream{w: rec, ls: ls, reqCtx: context.Background()}
+			st := &callStream{w: rec, ls: ls, sess: ls.sess, reqCtx: context.Background()}
 			var wg sync.WaitGroup
 			for s := range senders {
 				wg.Go(func() {

@@ -558,6 +558,12 @@ func (p *mrtrPeer) Log(params json.RawMessage) {
 	if err := json.Unmarshal(params, &msg); err != nil {
 		return
 	}
+	if st := callStreamOf(ctx); st != nil { // onto that request's response (poststream.go)
+		if wantsLog(ctx, msg.Level) {
+			st.send(logNotification(msg.Level, msg.Logger, msg.Data))
+		}
+		return
+	}
 	if err := p.m.srv.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(msg.Level, msg.Logger, msg.Data)); err != nil {
 		p.m.log.Debug("relaying an MCP log message", "err", err)
 	}

@@ -17,6 +17,9 @@ import (
 
 // callToolMRTR serves a tools/call of a 2026-07-28 caller as a multi round-trip call.
 func (f *Face) callToolMRTR(ctx context.Context, method string, req mcp.CallToolRequest, p mrtrParams) (*mcp.CallToolResult, error) {
+	st := postCallStream(ctx) // this request's response, for the progress and logs while it waits (poststream.go)
+	defer st.finish()         // before mcp-go writes the result
+	ctx = withCallStream(ctx, st)
 	out := f.mrtr.run(ctx, p, func(rctx context.Context, live func() context.Context) mrtrOutcome {
 		if meta := req.Params.Meta; meta != nil && meta.ProgressToken != nil {
 			rctx = f.relayProgressTo(rctx, meta.ProgressToken, live)
@@ -73,6 +76,10 @@ func (f *Face) relayProgressTo(ctx context.Context, token mcp.ProgressToken, liv
 		}
 		if p.Message != "" {
 			params["message"] = p.Message
+		}
+		if st := callStreamOf(lctx); st != nil {
+			st.send(progressNotification(params))
+			return
 		}
 		if err := f.srv.SendNotificationToClient(lctx, "notifications/progress", params); err != nil {
 			f.log.Debug("relaying MCP progress", "err", err)

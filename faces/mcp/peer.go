@@ -24,7 +24,7 @@ type mcpPeer struct {
 	ctx  context.Context // the call's: it names the session, and over streamable HTTP the stream to use
 	id   string
 	caps mcpbackend.PeerCapabilities
-	// stream, when set, is the fast-path response log messages go to (fastcall.go).
+	// stream, when set, is the call's response log messages go to (fastcall.go, poststream.go).
 	stream *callStream
 }
 
@@ -89,8 +89,8 @@ func (p *mcpPeer) Log(params json.RawMessage) {
 	if err := json.Unmarshal(params, &m); err != nil {
 		return
 	}
-	if p.stream != nil { // a fast-path call on a session of a handshake revision: as mcp-go would
-		if sl, ok := mcpserver.ClientSessionFromContext(p.ctx).(mcpserver.SessionWithLogging); ok && m.Level.ShouldSendTo(sl.GetLogLevel()) {
+	if p.stream != nil { // onto the call's response, filtered as mcp-go would
+		if wantsLog(p.ctx, m.Level) {
 			p.stream.send(logNotification(m.Level, m.Logger, m.Data))
 		}
 		return
@@ -98,6 +98,17 @@ func (p *mcpPeer) Log(params json.RawMessage) {
 	if err := p.f.srv.SendLogMessageToClient(p.ctx, mcp.NewLoggingMessageNotification(m.Level, m.Logger, m.Data)); err != nil {
 		p.f.log.DebugContext(p.ctx, "relaying an MCP log message", "err", err)
 	}
+}
+
+// wantsLog reports whether the caller of ctx gets a log message of level, as mcp-go's
+// SendLogMessageToClient decides: under 2026-07-28 by the request's own level (none: no
+// messages), else by the session's.
+func wantsLog(ctx context.Context, level mcp.LoggingLevel) bool {
+	if info := mcpserver.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		return info.LogLevel != "" && level.ShouldSendTo(info.LogLevel)
+	}
+	sl, ok := mcpserver.ClientSessionFromContext(ctx).(mcpserver.SessionWithLogging)
+	return ok && level.ShouldSendTo(sl.GetLogLevel())
 }
 
 // Request implements mcpbackend.Peer. It ends when the client answers, ctx ends, or the

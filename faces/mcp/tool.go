@@ -21,11 +21,16 @@ func (f *Face) callTool(method string) mcpserver.ToolHandlerFunc {
 		if p, ok := f.mrtrRequest(ctx, string(mcp.MethodToolsCall), req.Params.Name, req.Params.MultiRoundTripParams); ok {
 			return f.callToolMRTR(ctx, method, req, p) // mrtrface.go
 		}
-		ctx = f.withPeer(ctx) // upstream logs and requests during the call reach this session
+		// Upstream logs and requests during the call reach this session; its progress and
+		// log messages go on the call's own POST response over streamable HTTP (st,
+		// poststream.go), through mcp-go's session on the other transports (st nil).
+		st := postCallStream(ctx)
+		ctx = f.peerWith(ctx, st)
 		if meta := req.Params.Meta; meta != nil && meta.ProgressToken != nil {
-			ctx = f.relayProgress(ctx, meta.ProgressToken, nil)
+			ctx = f.relayProgress(ctx, meta.ProgressToken, st)
 		}
 		out := f.invokeTool(ctx, method, req)
+		st.finish() // what was relayed before the result precedes it; what comes later is dropped
 		return toolResult(ctx, out.Result, out.Err, out.TraceID)
 	}
 }
@@ -63,8 +68,8 @@ func toolResult(ctx context.Context, result []byte, e *gateway.Error, traceID st
 }
 
 // relayProgress forwards the upstream's progress notifications for this call to the
-// calling session, under the caller's own progress token: onto st, a fast-path call's
-// response (fastcall.go), or, with st nil, through mcp-go's session.
+// calling session, under the caller's own progress token: onto st, the call's response
+// (fastcall.go, poststream.go), or, with st nil, through mcp-go's session.
 func (f *Face) relayProgress(ctx context.Context, token mcp.ProgressToken, st *callStream) context.Context {
 	return mcpbackend.WithProgress(ctx, func(p mcpbackend.Progress) {
 		params := map[string]any{"progressToken": token, "progress": p.Progress}

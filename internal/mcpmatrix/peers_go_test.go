@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -48,6 +49,9 @@ func serveHTTP(h http.Handler) (string, func()) {
 	return srv.URL + "/mcp", srv.Close
 }
 
+// progressSettle is how long mcp-go's progress tool waits after its last notification.
+const progressSettle = 50 * time.Millisecond
+
 // mcpGoServer is a matrix server on mcp-go's streamable HTTP server. mcp-go answers
 // 2026-07-28 requests and 2025 sessions on one endpoint; the gateway picks the revision.
 func mcpGoServer(kind string) (string, func()) {
@@ -68,6 +72,17 @@ func mcpGoServer(kind string) (string, func()) {
 					if err != nil {
 						return nil, err
 					}
+				}
+				// mcp-go v1.2.1 feeds a session's GET stream and a call's POST stream from one
+				// queue, and its POST forwarder drops a notification it took as the call ends:
+				// without a pause before the result, this server itself can lose every one of
+				// its progress notifications, or send them on its GET stream after the result
+				// (as demo.MCP's settle explains). The gateway relays what reaches it before
+				// the result, and the step checks that.
+				select {
+				case <-time.After(progressSettle):
+				case <-ctx.Done():
+					return nil, ctx.Err()
 				}
 			}
 			return mcp.NewToolResultText(progressText(kind, steps)), nil
