@@ -269,7 +269,7 @@ func TestMCPMRTRBadRequestState(t *testing.T) {
 	// The parked call was ended: the upstream's request answered with the error, the call
 	// cancelled — whichever ends it first.
 	waitFor(t, func() bool {
-		for _, line := range strings.Split(short.logs.String(), "\n") {
+		for line := range strings.SplitSeq(short.logs.String(), "\n") {
 			if strings.Contains(line, `msg="call failed" method=mcp.test_sampling`) &&
 				(strings.Contains(line, "CANCELLED (-32024)") || strings.Contains(line, "mcp_face.mrtr.parked_timeout")) {
 				return strings.Contains(short.logs.String(), "did not answer in time")

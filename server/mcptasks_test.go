@@ -88,6 +88,10 @@ func newTaskUpstream(t *testing.T) *taskUpstream {
 				}
 			}
 			u.record(kind + " done " + text)
+			// mcp-go's server may drop, or send after the result, a notification written
+			// just before its handler returns (see docs/mcp.md, relaying): settle as
+			// demo.MCP's tools do, so that the test sees every step.
+			time.Sleep(progressSettle)
 			return mcp.NewToolResultText(kind + " done: " + text), nil
 		}
 	}
@@ -263,6 +267,10 @@ func startTaskReplicas(t *testing.T, upstream string) (*testServer, *testServer)
 	waitForTools(t, two)
 	return one, two
 }
+
+// progressSettle is how long the task upstream's tools wait after their last progress
+// notification before they return.
+const progressSettle = 50 * time.Millisecond
 
 // TestMCPTasks drives MCP tasks through two gateway replicas on one Redis, with mcp-go
 // clients at 2025-11-25 and 2026-07-28: a task-augmented tools/call becomes a gateway task

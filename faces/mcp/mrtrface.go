@@ -70,19 +70,6 @@ func (f *Face) relayProgressTo(ctx context.Context, token mcp.ProgressToken, liv
 		if lctx == nil {
 			return
 		}
-		params := map[string]any{"progressToken": token, "progress": p.Progress}
-		if p.Total != nil {
-			params["total"] = *p.Total
-		}
-		if p.Message != "" {
-			params["message"] = p.Message
-		}
-		if st := callStreamOf(lctx); st != nil {
-			st.send(progressNotification(params))
-			return
-		}
-		if err := f.srv.SendNotificationToClient(lctx, "notifications/progress", params); err != nil {
-			f.log.Debug("relaying MCP progress", "err", err)
-		}
+		f.sendProgress(lctx, callStreamOf(lctx), progressParams(token, p.Progress, p.Total, p.Message))
 	})
 }

@@ -435,20 +435,26 @@ func (t *taskFace) relay(sid string, entry indexedTask, msg []byte) {
 		}
 		t.notify(sid, string(mcp.MethodNotificationTasksStatus), taskMap(t.taskOf(entry, view)))
 	case ev.Event == nk.EventProgress && len(entry.Progress) > 0 && json.Unmarshal(ev.Data, &p) == nil:
-		params := map[string]any{"progressToken": entry.Progress, "progress": p.Processed}
+		var total *int
 		if p.Total > 0 {
-			params["total"] = p.Total
+			total = &p.Total
 		}
-		if p.Message != "" {
-			params["message"] = p.Message
-		}
-		t.notify(sid, "notifications/progress", params)
+		t.notify(sid, string(mcp.MethodNotificationProgress), progressParams(entry.Progress, p.Processed, total, p.Message))
 	}
 }
 
-// notify sends a notification to a session of this process. A session mcp-go does not
-// hold (yet) misses it; the following goes on until the task ends.
+// notify sends a notification to the creating session: on its GET stream, here or on the
+// replica holding it (relay25.go), which nothing else reads from; without one, through
+// mcp-go's session queue, which the session's next stream drains. A session mcp-go does
+// not hold (yet) misses it; the following goes on until the task ends.
 func (t *taskFace) notify(sid, method string, params map[string]any) {
+	if t.f.relay != nil {
+		msg, err := json.Marshal(mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
+			Notification: mcp.Notification{Method: method, Params: mcp.NotificationParams{AdditionalFields: params}}})
+		if err == nil && t.f.relay.deliver(t.ctx, sid, nil, msg) == nil {
+			return
+		}
+	}
 	if err := t.f.srv.SendNotificationToSpecificClient(sid, method, params); err != nil {
 		t.f.log.Debug("relaying an MCP task's event", "method", method, "err", err)
 		return

@@ -72,19 +72,31 @@ func toolResult(ctx context.Context, result []byte, e *gateway.Error, traceID st
 // (fastcall.go, poststream.go), or, with st nil, through mcp-go's session.
 func (f *Face) relayProgress(ctx context.Context, token mcp.ProgressToken, st *callStream) context.Context {
 	return mcpbackend.WithProgress(ctx, func(p mcpbackend.Progress) {
-		params := map[string]any{"progressToken": token, "progress": p.Progress}
-		if p.Total != nil {
-			params["total"] = *p.Total
-		}
-		if p.Message != "" {
-			params["message"] = p.Message
-		}
-		if st != nil {
-			st.send(progressNotification(params))
-			return
-		}
-		if err := f.srv.SendNotificationToClient(ctx, "notifications/progress", params); err != nil {
-			f.log.Debug("relaying MCP progress", "err", err)
-		}
+		f.sendProgress(ctx, st, progressParams(token, p.Progress, p.Total, p.Message))
 	})
+}
+
+// progressParams are the params of a notifications/progress under token; total and
+// message only when there are some.
+func progressParams[N int | float64](token any, progress N, total *N, message string) map[string]any {
+	params := map[string]any{"progressToken": token, "progress": progress}
+	if total != nil {
+		params["total"] = *total
+	}
+	if message != "" {
+		params["message"] = message
+	}
+	return params
+}
+
+// sendProgress sends a progress notification onto st, a call's response, or with st nil
+// through mcp-go's session of ctx.
+func (f *Face) sendProgress(ctx context.Context, st *callStream, params map[string]any) {
+	if st != nil {
+		st.send(progressNotification(params))
+		return
+	}
+	if err := f.srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), params); err != nil {
+		f.log.Debug("relaying MCP progress", "err", err)
+	}
 }
