@@ -30,8 +30,7 @@ type pendingCell struct {
 }
 
 // pendingCells is the one table of cells pending work on other branches of issue #21.
-var pendingCells = []pendingCell{
-}
+var pendingCells = []pendingCell{}
 
 // knownBugs are cells that fail because of a gateway bug not fixed yet. They are judged as
 // pendingCells are, except that a pass does not fail the test: whether these fail depends on
