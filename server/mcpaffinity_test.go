@@ -24,7 +24,6 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/internal/redistest"
-	"github.com/gatehouse-dev/gatehouse/state"
 )
 
 // versionedUpstream is the conformance fixture (demo.MCP: tools with progress, resources,
@@ -218,17 +217,6 @@ func affToolText(t *testing.T, c *client.Client, name string, args map[string]an
 	return text.Text
 }
 
-// openRedis opens a state store over the Redis at addr, as a replica does.
-func openRedis(t *testing.T, addr string) state.KV {
-	t.Helper()
-	kv, err := state.NewRedis(state.RedisConfig{Addrs: []string{addr}, KeyPrefix: "affinity:"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = kv.Close() })
-	return kv
-}
-
 // TestMCPAffinityAcrossReplicas: a stateless 2026-07-28 caller meets a stateful
 // 2025-11-25 upstream through two replicas sharing Redis. Its requests reach one upstream
 // session whichever replica serves them, and keep the state the upstream holds per
@@ -238,10 +226,7 @@ func TestMCPAffinityAcrossReplicas(t *testing.T) {
 	srv := redistest.Start(t)
 	up := serveVersioned(t, true)
 	yaml := affinityConfig(up.url, "session_affinity: caller")
-	a := startWith(t, yaml, Options{State: openRedis(t, srv.Addr)})
-	b := startWith(t, yaml, Options{State: openRedis(t, srv.Addr)})
-	waitForTools(t, a)
-	waitForTools(t, b)
+	a, b := startMCPReplicas(t, srv, yaml)
 
 	aliceA, aliceB := faceClient(t, a.base, "alice-key", ""), faceClient(t, b.base, "alice-key", "")
 	bobA, bobB := faceClient(t, a.base, "bob-key", ""), faceClient(t, b.base, "bob-key", "")

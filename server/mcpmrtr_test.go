@@ -323,13 +323,7 @@ func TestMCPMRTRAcrossReplicas(t *testing.T) {
 }
 
 func mrtrAcrossReplicas(t *testing.T, srv *redistest.Server, version string) {
-	upstream := serveDemoMCP(t)
-	store := fmt.Sprintf("state: {backend: redis, redis: {addrs: [%q], key_prefix: %q}}\n", srv.Addr, srv.Prefix(t))
-	face := ", mrtr: {forward_timeout: 2s}"
-	a := startWith(t, mrtrYAML(upstream, version, face, store), Options{})
-	b := startWith(t, mrtrYAML(upstream, version, face, store), Options{})
-	waitForTools(t, a)
-	waitForTools(t, b)
+	a, b := startMCPReplicas(t, srv, mrtrYAML(serveDemoMCP(t), version, ", mrtr: {forward_timeout: 2s}", ""))
 	hostA, hostB := a.BoundaryAddr().String(), b.BoundaryAddr().String()
 
 	alt := &alternate{hosts: []string{hostA, hostB}, base: http.DefaultTransport.(*http.Transport).Clone()}

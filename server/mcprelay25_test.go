@@ -24,14 +24,7 @@ import (
 // fixtures (a 2025-11-25 upstream) with sampling and elicitation relayed to the caller.
 func relayReplicas(t *testing.T, face string) (a, b *testServer) {
 	t.Helper()
-	srv := redistest.Start(t)
-	upstream := serveDemoMCP(t)
-	store := fmt.Sprintf("state: {backend: redis, redis: {addrs: [%q], key_prefix: %q}}\n", srv.Addr, srv.Prefix(t))
-	a = startWith(t, mrtrYAML(upstream, mcp.ProtocolVersion20251125, face, store), Options{})
-	b = startWith(t, mrtrYAML(upstream, mcp.ProtocolVersion20251125, face, store), Options{})
-	waitForTools(t, a)
-	waitForTools(t, b)
-	return a, b
+	return startMCPReplicas(t, redistest.Start(t), mrtrYAML(serveDemoMCP(t), mcp.ProtocolVersion20251125, face, ""))
 }
 
 // answerHosts records, for a client sending through an alternate, the host of each

@@ -18,7 +18,6 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/gatehouse-dev/gatehouse/internal/redistest"
-	"github.com/gatehouse-dev/gatehouse/state"
 )
 
 // taskUpstream is an mcp-go server that declares tasks (2025-11-25) with two tools: work,
@@ -248,26 +247,6 @@ func resultText(t *testing.T, content []mcp.Content) string {
 	return tc.Text
 }
 
-// startTaskReplicas starts two gateways sharing one real Redis, bridging upstream.
-func startTaskReplicas(t *testing.T, upstream string) (*testServer, *testServer) {
-	t.Helper()
-	srv := redistest.Start(t)
-	prefix := srv.Prefix(t)
-	open := func() state.KV {
-		kv, err := state.NewRedis(state.RedisConfig{Addrs: []string{srv.Addr}, KeyPrefix: prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = kv.Close() })
-		return kv
-	}
-	one := startWith(t, tasksConfig(upstream), Options{State: open()})
-	two := startWith(t, tasksConfig(upstream), Options{State: open()})
-	waitForTools(t, one)
-	waitForTools(t, two)
-	return one, two
-}
-
 // progressSettle is how long the task upstream's tools wait after their last progress
 // notification before they return.
 const progressSettle = 50 * time.Millisecond
@@ -281,7 +260,7 @@ const progressSettle = 50 * time.Millisecond
 // task of its own is tracked and cancelled there.
 func TestMCPTasks(t *testing.T) {
 	up := newTaskUpstream(t)
-	one, two := startTaskReplicas(t, up.url)
+	one, two := startMCPReplicas(t, redistest.Start(t), tasksConfig(up.url))
 	alice := newTaskClient(t, one.base+"/mcp", "alice-key", mcp.ProtocolVersion20251125)
 
 	t.Run("declared", func(t *testing.T) {
