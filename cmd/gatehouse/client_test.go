@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,24 +23,62 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/gatehouse-dev/gatehouse/demo"
+	mcpserver "github.com/mark3labs/mcp-go/server"
 	"golang.org/x/tools/txtar"
 )
 
 var updateClient = flag.Bool("update-client", false, "rewrite testdata/client/*.txtar from what the client commands print")
 
 // clientGateway starts the gateway the client tests call (testdata/client/gatehouse.yaml)
-// and returns it with the environment that points the client commands at it.
+// and returns it with the environment that points the client commands at it. Its MCP
+// upstream is the demo MCP server served by this test process over streamable HTTP, up
+// before the gateway starts: the gateway's readiness waits on no child process.
 func clientGateway(t *testing.T) (*process, []string) {
 	t.Helper()
-	p := startProcess(t, filepath.Join("testdata", "client", "gatehouse.yaml"))
+	p := startProcessEnv(t, filepath.Join("testdata", "client", "gatehouse.yaml"), []string{mcpURLEnv + "=" + serveDemoMCP(t)})
 	base := strings.TrimSuffix(p.rpc, "/rpc")
-	waitFor(t, func() bool { // the MCP demo server and the gRPC backend are up
-		out, _ := p.call(`{"jsonrpc":"2.0","method":"mcp.test_simple_text","params":{},"id":1}`)
-		out2, _ := p.call(`{"jsonrpc":"2.0","method":"calc.subtract","params":{"minuend":2,"subtrahend":1},"id":2}`)
-		return strings.Contains(out, `"result"`) && strings.Contains(out2, `"result"`)
-	})
+	// /readyz is 200 only once every target was up: both answer now.
+	for _, call := range []string{
+		`{"jsonrpc":"2.0","method":"mcp.test_simple_text","params":{},"id":1}`,
+		`{"jsonrpc":"2.0","method":"calc.subtract","params":{"minuend":2,"subtrahend":1},"id":2}`,
+	} {
+		if out, err := p.call(call); err != nil || !strings.Contains(out, `"result"`) {
+			t.Fatalf("the ready gateway does not answer %s: %s %v", call, out, err)
+		}
+	}
 	env := append(os.Environ(), envURL+"="+base, envAdminURL+"="+p.admin, "NO_COLOR=", envToken+"=", envAPIKey+"=")
 	return p, env
+}
+
+// mcpURLEnv names the variable the test configurations read the demo MCP server's URL from.
+const mcpURLEnv = "GATEHOUSE_TEST_MCP_URL"
+
+// serveDemoMCP serves the demo MCP server (the fixtures `gatehouse demo-mcp` serves over
+// stdio) over streamable HTTP on a port the kernel picks until the test ends, and returns
+// its URL.
+func serveDemoMCP(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second}
+	handler := demo.NewMCP(demo.MCPOptions{Logger: slog.New(slog.DiscardHandler)}).StreamableHTTPHandler(mcpserver.WithStreamableHTTPServer(hs))
+	hs.Handler = handler
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := handler.Shutdown(ctx); err != nil {
+			t.Errorf("demo MCP server shutdown: %v", err)
+		}
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("demo MCP server: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String() + "/mcp"
 }
 
 // cliRun is one run of the client binary.
