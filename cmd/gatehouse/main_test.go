@@ -172,7 +172,11 @@ func (p *process) waitReady(within time.Duration) error {
 		select {
 		case err := <-p.exited:
 			p.exited <- err // for the cleanup
-			return fmt.Errorf("it exited (%v) before it was ready; last check: %w", err, last)
+			how := "exit status 0"
+			if err != nil {
+				how = err.Error()
+			}
+			return fmt.Errorf("it exited (%s) before it was ready; last check: %w", how, last)
 		default:
 		}
 		if p.rpc == "" {
