@@ -8,6 +8,9 @@
 //	gatehouse demo-agent [--connect HOST:PORT] [--token T] [--id NAME]
 //	gatehouse demo-chat [--listen HOST:PORT] [--token T] [--delay D] [--mcp-url URL]
 //	gatehouse token --key FILE --sub NAME [--scope "a b"] [--aud A]... [--iss I] [--ttl 1h] [--kid K] [--claim N=V]...
+//	gatehouse call METHOD [params-json|@file|-] | call --batch FILE   (client commands: docs/cli.md)
+//	gatehouse discover | delegate CAP --in JSON | chat ROUTE MESSAGE
+//	gatehouse tasks|approvals|revocations|keys ACTION ...
 //	gatehouse version
 package main
 
@@ -53,6 +56,17 @@ const usage = `usage:
   gatehouse dev-certs [--force] DIR   write a local CA, a localhost server certificate and a client
                                       certificate (SPIFFE id) for TLS and mTLS in development (docs/tls.md)
   gatehouse version
+
+client commands (docs/cli.md; --url/$GATEHOUSE_URL, --token/$GATEHOUSE_TOKEN, --api-key/$GATEHOUSE_API_KEY):
+  gatehouse call METHOD [params-json|@file|-] [--ws] [--timeout D]
+  gatehouse call --batch FILE [--ws]     a JSON array, or one request object per line
+  gatehouse discover [--level N] [--query Q] [--json]
+  gatehouse delegate CAP [--in JSON|@file|-] [--id ID]   live progress; Ctrl-C cancels the task
+  gatehouse chat ROUTE MESSAGE...         the session RPC's reply as it is written
+  gatehouse tasks status|cancel|suspend|resume|stream TASK_ID
+  gatehouse approvals list|approve|deny   the admin listener (--admin-url/$GATEHOUSE_ADMIN_URL)
+  gatehouse revocations list|add|remove
+  gatehouse keys list|rotate
 `
 
 // run is main without the process exit, so tests can drive it.
@@ -80,6 +94,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return token(args[1:], stdout, stderr)
 	case "dev-certs":
 		return devCerts(args[1:], stdout, stderr)
+	case "call":
+		return callCmd(args[1:], stdout, stderr)
+	case "discover":
+		return discoverCmd(args[1:], stdout, stderr)
+	case "delegate":
+		return delegateCmd(args[1:], stdout, stderr)
+	case "chat":
+		return chatCmd(args[1:], stdout, stderr)
+	case "tasks", "approvals", "revocations", "keys":
+		return adminCmd(args[0], args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "gatehouse", buildVersion())
 		return 0

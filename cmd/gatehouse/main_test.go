@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -148,22 +149,66 @@ func startProcessEnv(t *testing.T, configFile string, env []string, args ...stri
 			t.Logf("gatehouse stderr:\n%s", p.stderr.String())
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if p.rpc == "" {
-			if l, ok := p.serving(); ok {
-				p.rpc, p.admin, p.internal = "http://"+l.Boundary+"/rpc", "http://"+l.Admin, l.Internal
-			}
-		} else if resp, err := http.Get(p.admin + "/readyz"); err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := p.waitReady(readyTimeout); err != nil {
+		t.Fatalf("gatehouse did not become ready within %v: %v\n--- the end of its stderr:\n%s", readyTimeout, err, p.stderrTail())
 	}
-	t.Fatalf("gatehouse did not become ready:\n%s", p.stderr.String())
-	return nil
+	return p
+}
+
+// readyTimeout bounds how long startProcess waits for a gateway to bind its listeners and
+// answer /readyz 200. It is generous because under the full suite's load on two cores a
+// -race binary loading its backends takes many seconds; a gateway that is ready sooner is
+// used at once.
+const readyTimeout = 60 * time.Second
+
+// waitReady waits until the process has logged its "serving" line and /readyz answers
+// 200, for at most within. The error says which step was not done: no "serving" line
+// yet, /readyz unreachable, or /readyz's last status and body (which names each target
+// that is not ready); or that the process exited.
+func (p *process) waitReady(within time.Duration) error {
+	client := &http.Client{Timeout: 5 * time.Second}
+	last := errors.New(`no "serving" log line: the listeners are not bound yet`)
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		select {
+		case err := <-p.exited:
+			p.exited <- err // for the cleanup
+			how := "exit status 0"
+			if err != nil {
+				how = err.Error()
+			}
+			return fmt.Errorf("it exited (%s) before it was ready; last check: %w", how, last)
+		default:
+		}
+		if p.rpc == "" {
+			l, ok := p.serving()
+			if !ok {
+				continue
+			}
+			p.rpc, p.admin, p.internal = "http://"+l.Boundary+"/rpc", "http://"+l.Admin, l.Internal
+		}
+		resp, err := client.Get(p.admin + "/readyz")
+		if err != nil {
+			last = fmt.Errorf("GET %s/readyz: %w", p.admin, err)
+			continue
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		_ = resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return nil
+		}
+		last = fmt.Errorf("GET %s/readyz: %d %s", p.admin, resp.StatusCode, bytes.TrimSpace(body))
+	}
+	return last
+}
+
+// stderrTail is the end of what the process wrote to stderr, for failure messages.
+func (p *process) stderrTail() string {
+	const limit = 8 << 10
+	s := p.stderr.String()
+	if len(s) > limit {
+		s = "…" + s[len(s)-limit:]
+	}
+	return s
 }
 
 // serving finds the "serving" log line.
