@@ -115,6 +115,9 @@ func TestPeersRedundancyAcrossReplicas(t *testing.T) {
 			if err != nil || len(runs) != tc.k {
 				t.Fatalf("runs %+v, %v", runs, err)
 			}
+			if runs[0].Err != nil || runs[0].Outcome == nil {
+				t.Fatalf("first run %+v (err %v)", runs[0], runs[0].Err)
+			}
 			var agents []string
 			job := runs[0].Outcome.JobID
 			for _, r := range runs {
