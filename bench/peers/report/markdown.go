@@ -54,7 +54,7 @@ const reproduce = "## How to reproduce\n\n" +
 	"this page: `-profile DIR` (CPU profiles of each front, the gRPC backend and the MCP upstream over every closed-loop round), " +
 	"`-gatehouse-b BIN` (a second Gatehouse build measured in the same rounds as \"Gatehouse B\", JSON→gRPC and MCP rows), " +
 	"`-wire-log` (the MCP upstream counts the requests it receives by kind and logs the first of each whole) and " +
-	"`-gatehouse-mcp-versions` (the MCP revisions Gatehouse offers the upstream, its `protocol_versions`).\n\n" +
+	"`-gatehouse-mcp-versions` / `-gatehouse-b-mcp-versions` (the MCP revisions Gatehouse, or Gatehouse B, offers the upstream: its `protocol_versions`).\n\n" +
 	"Processes, each its own, on 127.0.0.1: the gRPC backend (the demo `calculator.v1` service and the " +
 	"benchmark's `benchecho.v1.EchoService`, one process), the MCP upstream (an mcp-go streamable-HTTP server " +
 	"with one tool, `echo {text}`), Gatehouse (anonymous callers, metrics on, no tracing, JSON-RPC at `/rpc`, " +

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,24 +25,25 @@ import (
 )
 
 type options struct {
-	rounds      int
-	duration    time.Duration
-	callers     []int
-	rates       []float64
-	modes       []string
-	maxInFlight int
-	gatehouse   string
-	gatehouseB  string // a second Gatehouse binary measured beside the first (A/B of two builds), empty: none
-	vmcp        string
-	vmcpVersion string
-	tmp         string
-	out, img    string
-	jsonOut     string
-	bodies      []string // JSON→gRPC bodies to run (bodySmall, body4K)
-	mcp         bool     // run the MCP rows
-	profile     string   // directory for CPU profiles of the fronts, one per closed-loop round; empty: none
-	wireLog     bool     // the MCP upstream logs what it receives (mcpup -wire-log)
-	mcpVersions string   // Gatehouse's protocol_versions for the MCP upstream; empty: its default
+	rounds       int
+	duration     time.Duration
+	callers      []int
+	rates        []float64
+	modes        []string
+	maxInFlight  int
+	gatehouse    string
+	gatehouseB   string // a second Gatehouse binary measured beside the first (A/B of two builds), empty: none
+	vmcp         string
+	vmcpVersion  string
+	tmp          string
+	out, img     string
+	jsonOut      string
+	bodies       []string // JSON→gRPC bodies to run (bodySmall, body4K)
+	mcp          bool     // run the MCP rows
+	profile      string   // directory for CPU profiles of the fronts, one per closed-loop round; empty: none
+	wireLog      bool     // the MCP upstream logs what it receives (mcpup -wire-log)
+	mcpVersions  string   // Gatehouse's protocol_versions for the MCP upstream; empty: its default
+	mcpVersionsB string   // the same for Gatehouse B
 }
 
 func parseList[T any](s string, parse func(string) (T, error)) ([]T, error) {
@@ -78,6 +80,7 @@ func run(args []string) error {
 	fs.StringVar(&bodies, "bodies", "small,4k", "JSON→gRPC bodies to run: small, 4k (empty: none)")
 	fs.BoolVar(&o.mcp, "mcp", true, "run the MCP tools/call rows")
 	fs.StringVar(&o.mcpVersions, "gatehouse-mcp-versions", "", "comma-separated MCP revisions Gatehouse offers the upstream (its protocol_versions); empty: Gatehouse's default")
+	fs.StringVar(&o.mcpVersionsB, "gatehouse-b-mcp-versions", "", "-gatehouse-mcp-versions for Gatehouse B (empty: the same as Gatehouse's)")
 	fs.BoolVar(&o.wireLog, "wire-log", false, "the MCP upstream counts and logs the requests it receives (its log: <tmp>/mcpup-<mode>.log; costs it CPU)")
 	fs.StringVar(&o.profile, "profile", "", "write CPU profiles of Gatehouse, grpc-gateway, the gRPC backend and the MCP upstream over each closed-loop round into this directory "+
 		"(the profiling costs the fronts CPU: do not publish the figures of such a run)")
@@ -388,7 +391,7 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 	var ghB *proc
 	if o.gatehouseB != "" {
 		conf := filepath.Join(o.tmp, "gatehouse-b-"+mode+".yaml")
-		if err := os.WriteFile(conf, []byte(gatehouseConfig(ghBAddr, ghBAdmin, backendAddr, upAddr, o.mcpVersions)), 0o644); err != nil {
+		if err := os.WriteFile(conf, []byte(gatehouseConfig(ghBAddr, ghBAdmin, backendAddr, upAddr, cmp.Or(o.mcpVersionsB, o.mcpVersions))), 0o644); err != nil {
 			return m, nil, err
 		}
 		args := []string{"serve", "--config", conf}
