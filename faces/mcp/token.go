@@ -7,7 +7,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"hash"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -112,6 +114,9 @@ type sessionSigner struct {
 	key []byte
 	ttl time.Duration
 	now func() time.Time
+	// macs holds HMACs keyed with key, so that verifying the session ID of every request
+	// does not derive the keyed state again (hmac.New hashes the key's pads each time).
+	macs sync.Pool // hash.Hash
 }
 
 // b64 encodes tokens; strict, so that each token has one spelling.
@@ -133,9 +138,16 @@ func (s *sessionSigner) issue(owner sessionOwner, caps uint8, version string) st
 }
 
 func (s *sessionSigner) mac(payload []byte) []byte {
-	m := hmac.New(sha256.New, s.key)
+	m, _ := s.macs.Get().(hash.Hash)
+	if m == nil {
+		m = hmac.New(sha256.New, s.key)
+	} else {
+		m.Reset()
+	}
 	m.Write(payload)
-	return m.Sum(nil)
+	sum := m.Sum(nil)
+	s.macs.Put(m)
+	return sum
 }
 
 // verify checks a session ID's signature and age: errSessionInvalid, errSessionExpired.

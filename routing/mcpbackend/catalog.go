@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // Catalog is a snapshot of everything the upstreams offer, under the names the gateway
@@ -91,6 +93,9 @@ type route struct {
 	// paramHeaders: a tool whose definition mirrors arguments into Mcp-Param-* headers
 	// (x-mcp-header), which mcp-go's client sets: it is not called on the lean path.
 	paramHeaders bool
+	// taskSupport is the tool definition's execution.taskSupport ("" when absent, and for
+	// prompts and resources), read once here rather than on every call.
+	taskSupport mcp.TaskSupport
 }
 
 // claim is one upstream's item competing for an exposed name.
@@ -210,7 +215,8 @@ func entries(cs []claim, kindName string, down map[*upstream]string, rt map[stri
 		}
 		if len(group) == 1 {
 			rt[n] = &route{up: group[0].up, original: group[0].raw.key, entry: &out[len(out)-1],
-				paramHeaders: bytes.Contains(group[0].raw.def, []byte(`"x-mcp-header"`))}
+				paramHeaders: bytes.Contains(group[0].raw.def, []byte(`"x-mcp-header"`)),
+				taskSupport:  toolTaskSupport(out[len(out)-1].Definition)}
 		} else {
 			rt[n] = &route{entry: &out[len(out)-1]} // collision: no upstream
 		}

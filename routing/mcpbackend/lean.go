@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -64,6 +65,27 @@ type leanSession struct {
 	// the protocol version, as members without braces, in mcp-go's (sorted) order around
 	// logLevel, which goes between client info and the protocol version.
 	metaHead, metaTail []byte
+	// named holds, per tool name, header with Mcp-Name set as setName asks: the
+	// headers of a call that carries no hop headers, shared read-only by its requests
+	// (net/http does not modify a request's headers), so that such a call does not
+	// copy the map. Its keys are the upstream's tool names, which its catalog bounds.
+	named sync.Map // string → http.Header
+}
+
+// headerFor returns the headers of a tools/call of the tool name without hop headers.
+// The map is shared: it must not be modified.
+func (l *leanSession) headerFor(name string) http.Header {
+	if h, ok := l.named.Load(name); ok {
+		return h.(http.Header)
+	}
+	h := l.header.Clone()
+	if l.setName {
+		if v, ok := mcp.EncodeHeaderValue(name); ok {
+			h.Set(mcp.HeaderName, v)
+		}
+	}
+	l.named.Store(name, h)
+	return h
 }
 
 // leanFor returns the lean path's state for a session that can use it, or nil.
@@ -243,14 +265,18 @@ func (s *session) postLean(ctx context.Context, l *leanSession, c *leanCall, id 
 	if err != nil {
 		return nil, transport.NewError(fmt.Errorf("failed to create request: %w", err))
 	}
-	req.Header = l.header.Clone()
-	if l.setName {
-		if v, ok := mcp.EncodeHeaderValue(c.name); ok {
-			req.Header.Set(mcp.HeaderName, v)
+	if hop := s.up.hopHeaders(ctx); len(hop) == 0 {
+		req.Header = l.headerFor(c.name)
+	} else {
+		req.Header = l.header.Clone()
+		if l.setName {
+			if v, ok := mcp.EncodeHeaderValue(c.name); ok {
+				req.Header.Set(mcp.HeaderName, v)
+			}
 		}
-	}
-	for k, v := range s.up.hopHeaders(ctx) {
-		req.Header.Set(k, v)
+		for k, v := range hop {
+			req.Header.Set(k, v)
+		}
 	}
 	resp, err := s.hc.Do(req)
 	if err != nil {
@@ -338,6 +364,8 @@ func (s *session) readLeanStream(ctx context.Context, l *leanSession, r *bufio.R
 			}
 			s.answerLean(ctx, l, req)
 		default:
+			// The event's data is readSSE's buffer: the message keeps copies.
+			m.ID, m.Result = bytes.Clone(m.ID), bytes.Clone(m.Result)
 			out = m
 			return true
 		}
@@ -483,10 +511,14 @@ func (m *leanMessage) isNotification() bool { return !m.hasID() && m.Method != "
 // isRequest: a method and an ID.
 func (m *leanMessage) isRequest() bool { return m.hasID() && m.Method != "" }
 
-// parseLeanMessage decodes one JSON-RPC message; it must be a JSON object.
+// parseLeanMessage decodes one JSON-RPC message; it must be a JSON object. The message's
+// ID and Result may share data's bytes.
 func parseLeanMessage(data []byte) (*leanMessage, error) {
 	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		return nil, errors.New("a JSON-RPC message must be a JSON object")
+	}
+	if m, ok := scanLeanResult(data); ok {
+		return m, nil
 	}
 	m := &leanMessage{}
 	if err := json.Unmarshal(data, m); err != nil {
@@ -571,4 +603,108 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 	}
 	line = bytes.TrimRight(line, "\r\n")
 	return line, nil
+}
+
+// scanLeanResult reads the common answer to a call — a valid JSON object whose members
+// are a result, a non-null id and anything leanMessage does not hold (jsonrpc), each
+// named exactly, without escapes — into a leanMessage that encoding/json would decode
+// alike, its ID and Result sharing data's bytes. ok is false for anything else (an
+// error, a method, a null id or result, a member name that only matches one of
+// leanMessage's case-insensitively or holds an escape, invalid JSON): the caller
+// decodes it with encoding/json. It saves that decoder's second pass over the body and
+// its allocations.
+func scanLeanResult(data []byte) (_ *leanMessage, ok bool) {
+	if !json.Valid(data) {
+		return nil, false
+	}
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return nil, false
+	}
+	var m leanMessage
+	for i = skipSpace(data, i+1); i < len(data) && data[i] != '}'; {
+		if data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+		end := skipString(data, i)
+		key := data[i+1 : end-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return nil, false
+		}
+		i = skipSpace(data, end)
+		i = skipSpace(data, i+1) // the colon
+		start := i
+		i = skipValue(data, i)
+		v := data[start:i]
+		i = skipSpace(data, i)
+		switch k := string(key); {
+		case k == "id":
+			m.ID = v
+		case k == "result":
+			m.Result = v
+		case strings.EqualFold(k, "id"), strings.EqualFold(k, "result"), strings.EqualFold(k, "method"), strings.EqualFold(k, "error"):
+			return nil, false // a method, an error, or a name encoding/json matches case-insensitively
+		}
+	}
+	if !m.hasID() || m.Result == nil || bytes.Equal(m.Result, []byte("null")) {
+		return nil, false
+	}
+	return &m, true
+}
+
+// skipSpace returns the index of the first byte at or after i that is not JSON white space.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the JSON string starting at b[i] ('"'). b is
+// valid JSON.
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); {
+		switch b[i] {
+		case '\\':
+			i += 2
+		case '"':
+			return i + 1
+		default:
+			i++
+		}
+	}
+	return i
+}
+
+// skipValue returns the index just past the JSON value starting at b[i]. b is valid JSON.
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(b) { // a number, true, false or null
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	return i
 }

@@ -3,6 +3,7 @@ package mcpbackend
 import (
 	"bufio"
 	"encoding/json"
+	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -184,4 +185,106 @@ func FuzzParseLeanMessage(f *testing.F) {
 			t.Fatalf("result %q is not JSON", m.Result)
 		}
 	})
+}
+
+// decodeLeanStd is what parseLeanMessage returns without its fast path.
+func decodeLeanStd(in []byte) (*leanMessage, error) {
+	m := &leanMessage{}
+	return m, json.Unmarshal(in, m)
+}
+
+// TestScanLeanResult checks the fast read of a call's answer against encoding/json on
+// the bodies it takes, and that it leaves the others to encoding/json.
+func TestScanLeanResult(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		fast bool // scanLeanResult takes it
+	}{
+		{name: "mcp-go's answer", in: `{"jsonrpc":"2.0","id":1099511627777,"result":{"content":[{"type":"text","text":"a\"b\\c}"}]}}` + "\n", fast: true},
+		{name: "members in another order, white space", in: " {\n\t\"result\" : [1, {\"x\": \"]}\"}] ,\"id\": \"s-1\", \"jsonrpc\":\"2.0\"}\r\n", fast: true},
+		{name: "string result", in: `{"id":1,"result":"x"}`, fast: true},
+		{name: "number result", in: `{"result":-1.5e3,"id":1}`, fast: true},
+		{name: "unknown members", in: `{"id":1,"extra":{"id":2,"result":3},"result":true}`, fast: true},
+		{name: "a repeated member: the last counts", in: `{"id":1,"result":1,"result":{"a":2}}`, fast: true},
+		{name: "error", in: `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"}}`},
+		{name: "result and error", in: `{"id":1,"result":{},"error":{"code":1,"message":"m"}}`},
+		{name: "a request", in: `{"id":1,"method":"roots/list","result":{}}`},
+		{name: "a case-folded name", in: `{"id":1,"Result":{}}`},
+		{name: "a case-folded name after the exact one", in: `{"id":1,"result":{},"RESULT":{"x":1}}`},
+		{name: "a case-folded id", in: `{"ID":1,"result":{}}`},
+		{name: "an escaped name", in: `{"id":1,"res\u0075lt":{}}`},
+		{name: "a null id", in: `{"id":null,"result":{}}`},
+		{name: "no id", in: `{"result":{}}`},
+		{name: "a null result", in: `{"id":1,"result":null}`},
+		{name: "no result", in: `{"id":1}`},
+		{name: "invalid JSON", in: `{"id":1,"result":{}`},
+		{name: "trailing data", in: `{"id":1,"result":{}} {}`},
+		{name: "not an object", in: `[{"id":1,"result":{}}]`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, ok := scanLeanResult([]byte(tc.in))
+			if ok != tc.fast {
+				t.Fatalf("taken %v, want %v: %+v", ok, tc.fast, m)
+			}
+			if !ok {
+				return
+			}
+			want, err := decodeLeanStd([]byte(tc.in))
+			if err != nil {
+				t.Fatalf("encoding/json: %v", err)
+			}
+			if !reflect.DeepEqual(m, want) {
+				t.Fatalf("got %+v (result %s), encoding/json %+v (result %s)", m, m.Result, want, want.Result)
+			}
+		})
+	}
+}
+
+// FuzzScanLeanResult: every body the fast read takes, encoding/json reads the same.
+func FuzzScanLeanResult(f *testing.F) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"result":{}}`, `{"id":"x","result":[1,"]"]}`, `{"result":"\"}","id":2}`,
+		`{"id":1,"Result":{}}`, `{"id":1,"result":{},"error":null}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		m, ok := scanLeanResult(in)
+		if !ok {
+			return
+		}
+		want, err := decodeLeanStd(in)
+		if err != nil {
+			t.Fatalf("taken, but encoding/json refuses it: %v", err)
+		}
+		if !reflect.DeepEqual(m, want) {
+			t.Fatalf("got %+v, encoding/json %+v", m, want)
+		}
+	})
+}
+
+// TestLeanHeaderFor checks the shared per-tool headers of a call without hop headers.
+func TestLeanHeaderFor(t *testing.T) {
+	for _, setName := range []bool{true, false} {
+		l := &leanSession{header: http.Header{"Mcp-Method": {"tools/call"}, "X-Test": {"1"}}, setName: setName}
+		a, b := l.headerFor("alpha"), l.headerFor("beta")
+		if again := l.headerFor("alpha"); reflect.ValueOf(again).UnsafePointer() != reflect.ValueOf(a).UnsafePointer() {
+			t.Fatalf("setName %v: a second call of the tool built its headers again", setName)
+		}
+		for name, h := range map[string]http.Header{"alpha": a, "beta": b} {
+			want := ""
+			if setName {
+				want = name
+			}
+			if got := h.Get(mcp.HeaderName); got != want {
+				t.Errorf("setName %v: %s: Mcp-Name %q, want %q", setName, name, got, want)
+			}
+			if h.Get("X-Test") != "1" || h.Get("Mcp-Method") != "tools/call" {
+				t.Errorf("setName %v: %s: %v lacks the session's headers", setName, name, h)
+			}
+		}
+		if len(l.header) != 2 || l.header.Get(mcp.HeaderName) != "" {
+			t.Errorf("setName %v: the session's headers changed: %v", setName, l.header)
+		}
+	}
 }

@@ -261,6 +261,27 @@ func TestLeanToolsCall(t *testing.T) {
 		}
 	})
 
+	t.Run("each call names its own tool", func(t *testing.T) {
+		// A call without hop headers goes out with the tool's shared headers: each
+		// request still names its own tool, and the headers of one do not leak to another.
+		before := len(srv.calls())
+		for _, tool := range []string{"echo", "broken", "echo", "broken"} {
+			_, _ = b.CallTool(ctxTimeout(t, 10*time.Second), tool, json.RawMessage(`{"message":"x"}`))
+		}
+		calls := srv.calls()[before:]
+		if len(calls) != 4 {
+			t.Fatalf("%d calls reached the server, want 4", len(calls))
+		}
+		for _, p := range calls {
+			if got := p.header.Values("Mcp-Name"); len(got) != 1 || got[0] != p.tool {
+				t.Errorf("call of %s: Mcp-Name %q", p.tool, got)
+			}
+			if got := p.header.Get("X-Test"); got != "1" {
+				t.Errorf("call of %s: X-Test %q", p.tool, got)
+			}
+		}
+	})
+
 	t.Run("sse response with progress", func(t *testing.T) {
 		var mu sync.Mutex
 		var got []string

@@ -124,7 +124,7 @@ func (r *route) asTask(ctx context.Context) bool {
 	if !r.up.cfg.Tasks.relay() {
 		return false
 	}
-	switch toolTaskSupport(r.entry.Definition) {
+	switch r.taskSupport {
 	case mcp.TaskSupportRequired:
 	case mcp.TaskSupportOptional:
 		if !withinTask(ctx) {

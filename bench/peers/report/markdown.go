@@ -51,8 +51,10 @@ const reproduce = "## How to reproduce\n\n" +
 	"`-callers` (default `32,1`), `-rates` (open-loop rates as fractions of direct gRPC's capacity, default " +
 	"`0.2,0.5`; empty: no open loop), `-modes` (`pinned,unpinned`), `-max-in-flight` (open loop, default 256), " +
 	"`-bodies` (`small,4k`), `-mcp` (the MCP rows, default on), `-out`, `-img`; for profiling and A/B work, not for " +
-	"this page: `-profile DIR` (CPU profiles of each front and the gRPC backend over every JSON→gRPC closed-loop round) " +
-	"and `-gatehouse-b BIN` (a second Gatehouse build measured in the same rounds as \"Gatehouse B\").\n\n" +
+	"this page: `-profile DIR` (CPU profiles of each front, the gRPC backend and the MCP upstream over every closed-loop round), " +
+	"`-gatehouse-b BIN` (a second Gatehouse build measured in the same rounds as \"Gatehouse B\", JSON→gRPC and MCP rows), " +
+	"`-wire-log` (the MCP upstream counts the requests it receives by kind and logs the first of each whole) and " +
+	"`-gatehouse-mcp-versions` / `-gatehouse-b-mcp-versions` (the MCP revisions Gatehouse, or Gatehouse B, offers the upstream: its `protocol_versions`).\n\n" +
 	"Processes, each its own, on 127.0.0.1: the gRPC backend (the demo `calculator.v1` service and the " +
 	"benchmark's `benchecho.v1.EchoService`, one process), the MCP upstream (an mcp-go streamable-HTTP server " +
 	"with one tool, `echo {text}`), Gatehouse (anonymous callers, metrics on, no tracing, JSON-RPC at `/rpc`, " +

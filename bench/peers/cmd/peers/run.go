@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,22 +25,25 @@ import (
 )
 
 type options struct {
-	rounds      int
-	duration    time.Duration
-	callers     []int
-	rates       []float64
-	modes       []string
-	maxInFlight int
-	gatehouse   string
-	gatehouseB  string // a second Gatehouse binary measured beside the first (A/B of two builds), empty: none
-	vmcp        string
-	vmcpVersion string
-	tmp         string
-	out, img    string
-	jsonOut     string
-	bodies      []string // JSON→gRPC bodies to run (bodySmall, body4K)
-	mcp         bool     // run the MCP rows
-	profile     string   // directory for CPU profiles of the fronts, one per closed-loop round; empty: none
+	rounds       int
+	duration     time.Duration
+	callers      []int
+	rates        []float64
+	modes        []string
+	maxInFlight  int
+	gatehouse    string
+	gatehouseB   string // a second Gatehouse binary measured beside the first (A/B of two builds), empty: none
+	vmcp         string
+	vmcpVersion  string
+	tmp          string
+	out, img     string
+	jsonOut      string
+	bodies       []string // JSON→gRPC bodies to run (bodySmall, body4K)
+	mcp          bool     // run the MCP rows
+	profile      string   // directory for CPU profiles of the fronts, one per closed-loop round; empty: none
+	wireLog      bool     // the MCP upstream logs what it receives (mcpup -wire-log)
+	mcpVersions  string   // Gatehouse's protocol_versions for the MCP upstream; empty: its default
+	mcpVersionsB string   // the same for Gatehouse B
 }
 
 func parseList[T any](s string, parse func(string) (T, error)) ([]T, error) {
@@ -65,7 +69,7 @@ func run(args []string) error {
 	fs.StringVar(&modes, "modes", "pinned,unpinned", "placements: pinned (servers on CPU 0, load on CPU 1), unpinned")
 	fs.IntVar(&o.maxInFlight, "max-in-flight", 256, "open loop: most calls outstanding; beyond, calls are dropped and counted")
 	fs.StringVar(&o.gatehouse, "gatehouse", ".tmp/bin/gatehouse-bench", "the gatehouse binary")
-	fs.StringVar(&o.gatehouseB, "gatehouse-b", "", "a second gatehouse binary, measured in the same rounds as \"Gatehouse B\" on the JSON→gRPC rows "+
+	fs.StringVar(&o.gatehouseB, "gatehouse-b", "", "a second gatehouse binary, measured in the same rounds as \"Gatehouse B\" on the JSON→gRPC and MCP rows "+
 		"(A/B of two builds on a noisy machine: compare the two rows of each round); empty: none")
 	fs.StringVar(&o.vmcp, "vmcp", "", "ToolHive's vmcp binary (empty or missing: the vMCP rows are skipped, and the page says why)")
 	fs.StringVar(&o.vmcpVersion, "vmcp-version", "", "ToolHive version, for the page")
@@ -75,7 +79,10 @@ func run(args []string) error {
 	fs.StringVar(&o.jsonOut, "json", ".tmp/peers/results.json", "raw results")
 	fs.StringVar(&bodies, "bodies", "small,4k", "JSON→gRPC bodies to run: small, 4k (empty: none)")
 	fs.BoolVar(&o.mcp, "mcp", true, "run the MCP tools/call rows")
-	fs.StringVar(&o.profile, "profile", "", "write CPU profiles of Gatehouse, grpc-gateway and the gRPC backend over each JSON→gRPC closed-loop round into this directory "+
+	fs.StringVar(&o.mcpVersions, "gatehouse-mcp-versions", "", "comma-separated MCP revisions Gatehouse offers the upstream (its protocol_versions); empty: Gatehouse's default")
+	fs.StringVar(&o.mcpVersionsB, "gatehouse-b-mcp-versions", "", "-gatehouse-mcp-versions for Gatehouse B (empty: the same as Gatehouse's)")
+	fs.BoolVar(&o.wireLog, "wire-log", false, "the MCP upstream counts and logs the requests it receives (its log: <tmp>/mcpup-<mode>.log; costs it CPU)")
+	fs.StringVar(&o.profile, "profile", "", "write CPU profiles of Gatehouse, grpc-gateway, the gRPC backend and the MCP upstream over each closed-loop round into this directory "+
 		"(the profiling costs the fronts CPU: do not publish the figures of such a run)")
 	_ = fs.Parse(args)
 	var err error
@@ -301,6 +308,9 @@ const (
 	body100         = "100 B"
 )
 
+// flagAddr is the listen address flag of the benchmark's own servers.
+const flagAddr = "-addr"
+
 func runMode(o options, mode string) (report.Mode, []string, error) {
 	ctx := context.Background()
 	var serverCPUs string
@@ -324,18 +334,23 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 	if err != nil {
 		return m, nil, err
 	}
-	addrs, err := freeAddrs(10)
+	addrs, err := freeAddrs(11)
 	if err != nil {
 		return m, nil, err
 	}
 	ghBAddr, ghBAdmin := addrs[8], addrs[9]
 	backendAddr, upAddr, ghAddr, ghAdmin, gwAddr, vmcpAddr, gwPprof := addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], addrs[5], addrs[6]
-	backendPprof := addrs[7]
-	backendArgs := []string{"backend", "-addr", backendAddr}
+	backendPprof, upPprof := addrs[7], addrs[10]
+	backendArgs := []string{"backend", flagAddr, backendAddr}
+	upArgs := []string{"mcpup", flagAddr, upAddr}
 	if o.profile != "" {
 		backendArgs = append(backendArgs, "-pprof", backendPprof)
+		upArgs = append(upArgs, "-pprof", upPprof)
 	} else {
-		backendPprof = ""
+		backendPprof, upPprof = "", ""
+	}
+	if o.wireLog {
+		upArgs = append(upArgs, "-wire-log")
 	}
 	var procs []*proc
 	defer func() {
@@ -355,16 +370,16 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 	if err != nil {
 		return m, nil, err
 	}
-	upstream, err := start("mcpup", dialCheck(upAddr), self, "mcpup", "-addr", upAddr)
+	upstream, err := start("mcpup", dialCheck(upAddr), self, upArgs...)
 	if err != nil {
 		return m, nil, err
 	}
 	ghConf := filepath.Join(o.tmp, "gatehouse-"+mode+".yaml")
-	if err := os.WriteFile(ghConf, []byte(gatehouseConfig(ghAddr, ghAdmin, backendAddr, upAddr)), 0o644); err != nil {
+	if err := os.WriteFile(ghConf, []byte(gatehouseConfig(ghAddr, ghAdmin, backendAddr, upAddr, o.mcpVersions)), 0o644); err != nil {
 		return m, nil, err
 	}
 	ghArgs := []string{"serve", "--config", ghConf}
-	gwArgs := []string{"grpcgw", "-addr", gwAddr, "-backend", backendAddr}
+	gwArgs := []string{"grpcgw", flagAddr, gwAddr, "-backend", backendAddr}
 	if o.profile != "" {
 		ghArgs = append(ghArgs, "--pprof")
 		gwArgs = append(gwArgs, "-pprof", gwPprof)
@@ -376,7 +391,7 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 	var ghB *proc
 	if o.gatehouseB != "" {
 		conf := filepath.Join(o.tmp, "gatehouse-b-"+mode+".yaml")
-		if err := os.WriteFile(conf, []byte(gatehouseConfig(ghBAddr, ghBAdmin, backendAddr, upAddr)), 0o644); err != nil {
+		if err := os.WriteFile(conf, []byte(gatehouseConfig(ghBAddr, ghBAdmin, backendAddr, upAddr, cmp.Or(o.mcpVersionsB, o.mcpVersions))), 0o644); err != nil {
 			return m, nil, err
 		}
 		args := []string{"serve", "--config", conf}
@@ -435,6 +450,9 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 	bpprofOf := map[*proc]string{}
 	if backendPprof != "" {
 		bpprofOf[backend] = "http://" + backendPprof
+	}
+	if upPprof != "" {
+		bpprofOf[upstream] = "http://" + upPprof
 	}
 	ghSmall, err := mk("http://"+ghAddr+"/rpc", `{"jsonrpc":"2.0","method":"calc.subtract","params":[42,23],"id":1}`, checkSubtract(true))
 	if err != nil {
@@ -502,6 +520,13 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 			url  string
 			p    *proc
 		}{{report.Direct, "http://" + upAddr + "/mcp", nil}, {frontGatehouse, "http://" + ghAddr + "/mcp", gh}}
+		if ghB != nil {
+			fronts = append(fronts, struct {
+				name string
+				url  string
+				p    *proc
+			}{frontGatehouseB, "http://" + ghBAddr + "/mcp", ghB})
+		}
 		if vmcp != nil {
 			fronts = append(fronts, struct {
 				name string
@@ -587,7 +612,11 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 // gatehouseConfig is the minimal production-like configuration: anonymous callers from
 // loopback, metrics on, no tracing, the calculator and the echo service over gRPC (descriptors
 // by reflection), the MCP upstream bridged and served again at /mcp.
-func gatehouseConfig(boundary, admin, backend, upstream string) string {
+func gatehouseConfig(boundary, admin, backend, upstream, mcpVersions string) string {
+	versions := ""
+	if mcpVersions != "" {
+		versions = "\n        protocol_versions: [" + mcpVersions + "]"
+	}
 	return fmt.Sprintf(`server:
   boundary: {addr: %s}
   admin: {addr: %s}
@@ -608,11 +637,11 @@ routing:
   mcp:
     servers:
       - name: up
-        http: {url: "http://%s/mcp"}
+        http: {url: "http://%s/mcp"}%s
 log:
   level: warn
   format: json
-`, boundary, admin, backend, upstream)
+`, boundary, admin, backend, upstream, versions)
 }
 
 // vmcpConfig is ToolHive vMCP in static mode: one backend, the same upstream, anonymous

@@ -88,9 +88,13 @@ func runGRPCGateway(args []string) error {
 func runMCPUpstream(args []string) error {
 	fs := flag.NewFlagSet("mcpup", flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
+	pprofAddr := fs.String("pprof", "", "serve net/http/pprof's /debug/pprof/ on this address (empty: off)")
+	wireLog := fs.Bool("wire-log", false, "count the HTTP requests the server receives by method, MCP method, protocol "+
+		"version and answer type, log the first requests of each kind whole, and print the counts when it exits")
 	_ = fs.Parse(args)
 	ctx, stop := signalContext()
 	defer stop()
+	servePprof(ctx, *pprofAddr)
 	s := server.NewMCPServer("bench-upstream", "1", server.WithToolCapabilities(false))
 	s.AddTool(mcp.NewTool("echo", mcp.WithDescription("Returns its text."),
 		mcp.WithString("text", mcp.Required(), mcp.Description("The text to return."))),
@@ -102,7 +106,13 @@ func runMCPUpstream(args []string) error {
 			return mcp.NewToolResultText(text), nil
 		})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", server.NewStreamableHTTPServer(s, server.WithStateful(true)))
+	var h http.Handler = server.NewStreamableHTTPServer(s, server.WithStateful(true))
+	if *wireLog {
+		wl := newWireLog(h, os.Stdout)
+		defer wl.report()
+		h = wl
+	}
+	mux.Handle("/mcp", h)
 	return serveHTTP(ctx, *addr, mux)
 }
 
