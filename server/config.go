@@ -17,6 +17,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/configs/loader"
 	"github.com/gatehouse-dev/gatehouse/faces"
 	a2aface "github.com/gatehouse-dev/gatehouse/faces/a2a"
+	adminface "github.com/gatehouse-dev/gatehouse/faces/admin"
 	grpcface "github.com/gatehouse-dev/gatehouse/faces/grpc"
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	mcpface "github.com/gatehouse-dev/gatehouse/faces/mcp"
@@ -173,6 +174,14 @@ type AdminConfig struct {
 	PprofScope string `yaml:"pprof_scope" json:"pprof_scope,omitempty"`
 	// TLS serves the listener over TLS (tlsconf.Config); absent, plaintext.
 	TLS *tlsconf.Config `yaml:"tls" json:"tls,omitempty"`
+	// OperatorScope is the scope a caller of the operator methods (admin.status,
+	// admin.backends, admin.catalog, admin.tasks.*, admin.errors.recent,
+	// admin.config.reload) and of the console's events must hold (default
+	// "admin.operator").
+	OperatorScope string `yaml:"operator_scope" json:"operator_scope,omitempty"`
+	// Console is the operator console at GET /console (faces/admin, docs/console.md); off
+	// by default. Read at start.
+	Console adminface.ConsoleConfig `yaml:"console" json:"console,omitzero"`
 }
 
 // listenerTLS is one listener's tls section, by its path in the file.
@@ -219,6 +228,7 @@ func (c *Config) applyDefaults() {
 	setDefault(&s.Boundary.Addr, DefaultBoundaryAddr)
 	setDefault(&s.Admin.Addr, DefaultAdminAddr)
 	setDefault(&s.Admin.PprofScope, DefaultPprofScope)
+	setDefault(&s.Admin.OperatorScope, adminface.DefaultOperatorScope)
 	if s.Internal != nil {
 		s.Internal.Config = s.Internal.WithDefaults()
 	}
@@ -288,6 +298,9 @@ func (c *Config) validate(doc *loader.Document) (compiled, loader.ErrorList) {
 	}
 	if c.Server.Reload.ReadyTimeout < 0 {
 		bad("server.reload.ready_timeout", "must not be negative")
+	}
+	if err := c.Server.Admin.Console.Validate(); err != nil {
+		bad("server.admin.console", "%v", err)
 	}
 	for path, addr := range addrs {
 		if _, _, err := net.SplitHostPort(addr); err != nil {

@@ -55,6 +55,7 @@ type Runtime interface {
 // the configuration in force when it arrives.
 type Face struct {
 	gw  Gateway
+	ops Operations // nil when gw does not implement it: no operator methods, no console
 	log *slog.Logger
 	mux *http.ServeMux
 }
@@ -66,6 +67,7 @@ var _ http.Handler = (*Face)(nil)
 // admin listener is the operator's (loopback by default) and they reveal no call's content.
 func New(gw Gateway, log *slog.Logger) *Face {
 	f := &Face{gw: gw, log: log, mux: http.NewServeMux()}
+	f.ops, _ = gw.(Operations)
 	f.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSONStatus(w, http.StatusOK, map[string]any{statusKey: "ok"})
 	})
