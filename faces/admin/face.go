@@ -56,8 +56,10 @@ type Runtime interface {
 type Face struct {
 	gw  Gateway
 	ops Operations // nil when gw does not implement it: no operator methods, no console
-	log *slog.Logger
-	mux *http.ServeMux
+	// console is the operator console, nil when off (console.go).
+	console *console
+	log     *slog.Logger
+	mux     *http.ServeMux
 }
 
 var _ http.Handler = (*Face)(nil)
@@ -75,6 +77,7 @@ func New(gw Gateway, log *slog.Logger) *Face {
 	f.mux.Handle("GET /metrics", metricsHandler(gw.Metrics()))
 	f.mux.HandleFunc("POST /rpc", f.serveRPC)                  // admin JSON-RPC: admin.approvals.*, admin.revocations.*, admin.keys.* (rpc.go)
 	f.mux.Handle(pprofPrefix, f.pprofHandler(gw.PprofScope())) // net/http/pprof, operator scope (pprof.go)
+	f.routeConsole()                                           // GET /console, /console/events when server.admin.console.enabled (console.go)
 	return f
 }
 
