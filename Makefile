@@ -20,6 +20,7 @@ include make/mcp.mk
 include make/conformance.mk
 include make/mcpmatrix.mk
 include make/a2a.mk
+include make/console.mk
 include make/observability.mk
 include make/redis.mk
 include make/s3.mk
@@ -41,7 +42,7 @@ run: build ## build and serve configs/gatehouse.yaml (boundary 127.0.0.1:8080, a
 
 .PHONY: test
 test: ## install test peers, vet, lint, check the Helm chart, the whole suite with -race, and a bounded fuzz pass (FUZZTIME per target)
-	$(MAKE) --no-print-directory mcp-servers conformance-tools mcpmatrix-tools a2a-client-tools observability-tools redis-tools blob-tools helm
+	$(MAKE) --no-print-directory mcp-servers conformance-tools mcpmatrix-tools a2a-client-tools console-tools observability-tools redis-tools blob-tools helm
 	$(GO) mod verify
 	$(GO) vet ./...
 	$(MAKE) --no-print-directory proto-check

@@ -372,7 +372,9 @@ func (m *Metrics) Window() *Window {
 // maxRecentMessage bounds the message of one recent error, in bytes.
 const maxRecentMessage = 512
 
-// observeWindow records one call in the window, when there is one: by its backend, and,
+// observeWindow records one call in the window, when there is one: by its backend (or,
+// for a target served in the process, the target's name; a call refused before routing
+// counts in no backend), and,
 // when it failed, as a recent error. The method of a call the configuration does not
 // route by name is OtherLabel, as in the metrics.
 func (m *Metrics) observeWindow(call *gateway.Call, routed bool, err *gateway.Error, d time.Duration) {
@@ -381,6 +383,9 @@ func (m *Metrics) observeWindow(call *gateway.Call, routed bool, err *gateway.Er
 		return
 	}
 	backend := gateway.BackendOf(call)
+	if backend == "" && call.Target != nil {
+		backend = call.Target.Name() // a target of the gateway's own (the demo, NEKTE): named by the configuration too
+	}
 	if err == nil {
 		w.Observe(backend, d, RecentError{}, false)
 		return

@@ -266,7 +266,7 @@
 
   // --- backends, with a small chart of calls/s and p99 each
 
-  function chart(samples, key, label, unit) {
+  function chart(samples, key, label, unit, total) {
     const w = 160, h = 36;
     const svg = document.createElementNS(SVGNS, 'svg');
     svg.setAttribute('viewBox', '0 0 ' + w + ' ' + h);
@@ -293,7 +293,8 @@
     }
     const wrap = el('div', null, {'class': 'chart-cell'});
     wrap.appendChild(svg);
-    wrap.appendChild(el('span', (values.length ? values[values.length - 1] : 0).toFixed(key === 'p99_ms' ? 1 : 2) + ' ' + unit, {'class': 'now'}));
+    // the figure beside the chart is over the whole window
+    wrap.appendChild(el('span', (total || 0).toFixed(key === 'p99_ms' ? 1 : 2) + ' ' + unit, {'class': 'now', 'title': label + ' over the window'}));
     return wrap;
   }
 
@@ -313,8 +314,8 @@
         be.queue_depth,
         pill(be.shedding ? 'shedding' : 'no', be.shedding ? 'bad' : 'ok'),
         (100 * (s.error_rate || 0)).toFixed(1) + ' %',
-        chart(s.samples, 'calls_per_second', 'calls/s', '/s'),
-        chart(s.samples, 'p99_ms', 'p99', 'ms'),
+        chart(s.samples, 'calls_per_second', 'calls/s', '/s', s.calls_per_second),
+        chart(s.samples, 'p99_ms', 'p99', 'ms', s.p99_ms),
       ], {'data-backend': be.name});
     }));
   }
