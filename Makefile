@@ -37,8 +37,8 @@ build: ## build bin/gatehouse
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/gatehouse
 
 .PHONY: run
-run: build ## build and serve configs/gatehouse.yaml (boundary 127.0.0.1:8080, admin 127.0.0.1:9901, /debug/pprof/ on)
-	./$(BIN) serve --config configs/gatehouse.yaml --pprof
+run: build ## build and serve configs/gatehouse.yaml (boundary 127.0.0.1:8080, admin 127.0.0.1:9901, /debug/pprof/ and the console at /console on)
+	./$(BIN) serve --config configs/gatehouse.yaml --pprof --console
 
 .PHONY: test
 test: ## install test peers, vet, lint, check the Helm chart, the whole suite with -race, and a bounded fuzz pass (FUZZTIME per target)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"os"
@@ -478,6 +479,12 @@ type ListenOverrides struct {
 	// server.admin.pprof_scope, so a local profile needs no credential. Callers are still
 	// authenticated in zone operator and must hold the scope.
 	Pprof bool
+	// Console turns the operator console on (server.admin.console.enabled; gatehouse serve
+	// --console, which make run passes) and, when the configuration admits anonymous
+	// callers from loopback only, grants them server.admin.operator_scope and
+	// approvals.admin_scope, so a local operator signs in without a credential. Callers are
+	// still authenticated in zone operator and must hold the scopes.
+	Console bool
 }
 
 // Apply writes the overrides into cfg.
@@ -496,9 +503,20 @@ func (o ListenOverrides) Apply(cfg *Config) {
 	}
 	if o.Pprof {
 		cfg.Server.Admin.Pprof = true
-		if a := cfg.Auth.Anonymous; a != nil && (a.LoopbackOnly == nil || *a.LoopbackOnly) && !slices.Contains(a.Scopes, cfg.Server.Admin.PprofScope) {
-			a.Scopes = append(slices.Clip(a.Scopes), cfg.Server.Admin.PprofScope)
-		}
+		grantLoopback(cfg, cfg.Server.Admin.PprofScope)
+	}
+	if o.Console {
+		cfg.Server.Admin.Console.Enabled = true
+		grantLoopback(cfg, cmp.Or(cfg.Server.Admin.OperatorScope, adminface.DefaultOperatorScope))
+		grantLoopback(cfg, cmp.Or(cfg.Approvals.AdminScope, approval.DefaultAdminScope))
+	}
+}
+
+// grantLoopback adds scope to the scopes of anonymous callers when the configuration admits
+// them from loopback only.
+func grantLoopback(cfg *Config, scope string) {
+	if a := cfg.Auth.Anonymous; a != nil && (a.LoopbackOnly == nil || *a.LoopbackOnly) && !slices.Contains(a.Scopes, scope) {
+		a.Scopes = append(slices.Clip(a.Scopes), scope)
 	}
 }
 

@@ -307,3 +307,50 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatal("alice's stream did not end")
 	}
 }
+
+func TestListenOverridesConsole(t *testing.T) {
+	tests := []struct {
+		name       string
+		yaml       string
+		wantScopes string
+	}{
+		{"anonymous from loopback", "auth: {anonymous: {scopes: [read]}}\n", "read admin.operator admin.approvals"},
+		{"own scopes", "auth: {anonymous: {}}\nserver: {admin: {operator_scope: ops.view}}\napprovals: {admin_scope: ops.decide}\n", "ops.view ops.decide"},
+		{"anonymous from anywhere", "auth: {anonymous: {loopback_only: false}}\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse("test.yaml", []byte(tt.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ListenOverrides{Console: true}.Apply(cfg)
+			ListenOverrides{Console: true}.Apply(cfg) // on every reload: granted once
+			if !cfg.Server.Admin.Console.Enabled || strings.Join(cfg.Auth.Anonymous.Scopes, " ") != tt.wantScopes {
+				t.Fatalf("console %v, anonymous scopes %v, want %q", cfg.Server.Admin.Console.Enabled, cfg.Auth.Anonymous.Scopes, tt.wantScopes)
+			}
+		})
+	}
+	if cfg, _ := Parse("test.yaml", []byte("{}")); cfg.Server.Admin.Console.Enabled || cfg.Server.Admin.OperatorScope != "admin.operator" {
+		t.Fatalf("defaults: %+v", cfg.Server.Admin)
+	}
+}
+
+// TestConsoleOverrideLoopback: with --console (make run), an anonymous caller from loopback
+// reads the operator methods and the console is served.
+func TestConsoleOverrideLoopback(t *testing.T) {
+	cfg := mustParse(t, baseConfig)
+	ListenOverrides{Console: true}.Apply(cfg)
+	ts := startConfig(t, cfg, nil)
+	if r := ts.adminAs("X-Nothing", "", "admin.status", `{}`); r.Error != nil {
+		t.Fatalf("admin.status as anonymous from loopback: %+v", r.Error)
+	}
+	resp, err := http.Get(ts.admin + "/console")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Security-Policy") == "" {
+		t.Fatalf("GET /console: %d %v", resp.StatusCode, resp.Header)
+	}
+}

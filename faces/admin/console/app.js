@@ -26,9 +26,9 @@
     const h = Object.assign({}, extra || {});
     if (credential && credential.kind === 'bearer') {
       h['Authorization'] = 'Bearer ' + credential.value;
-    } else if (credential) {
+    } else if (credential && credential.kind === 'apikey') {
       h['X-API-Key'] = credential.value;
-    }
+    } // 'none': an anonymous caller, admitted from loopback when the configuration says so
     return h;
   }
 
@@ -443,9 +443,18 @@
   // --- start
 
   document.addEventListener('DOMContentLoaded', () => {
+    const kindChanged = () => $('cred-label').classList.toggle('hidden', $('cred-kind').value === 'none');
+    $('cred-kind').addEventListener('change', kindChanged);
+    kindChanged();
     $('login').addEventListener('submit', (ev) => {
       ev.preventDefault();
-      signIn({kind: $('cred-kind').value, value: $('cred').value.trim()});
+      const kind = $('cred-kind').value;
+      const value = $('cred').value.trim();
+      if (kind !== 'none' && !value) {
+        $('login-error').textContent = 'Enter the credential, or choose None.';
+        return;
+      }
+      signIn({kind: kind, value: kind === 'none' ? '' : value});
     });
     $('logout').addEventListener('click', signOut);
     $('reload').addEventListener('click', reload);
