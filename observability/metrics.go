@@ -377,7 +377,7 @@ const maxRecentMessage = 512
 // counts in no backend), and,
 // when it failed, as a recent error. The method of a call the configuration does not
 // route by name is OtherLabel, as in the metrics.
-func (m *Metrics) observeWindow(call *gateway.Call, routed bool, err *gateway.Error, d time.Duration) {
+func (m *Metrics) observeWindow(call *gateway.Call, routed bool, err *gateway.Error, end time.Time, d time.Duration) {
 	w := m.window.Load()
 	if w == nil {
 		return
@@ -387,7 +387,7 @@ func (m *Metrics) observeWindow(call *gateway.Call, routed bool, err *gateway.Er
 		backend = call.Target.Name() // a target of the gateway's own (the demo, NEKTE): named by the configuration too
 	}
 	if err == nil {
-		w.Observe(backend, d, RecentError{}, false)
+		w.Observe(end, backend, d, RecentError{}, false)
 		return
 	}
 	method := call.Method
@@ -398,8 +398,8 @@ func (m *Metrics) observeWindow(call *gateway.Call, routed bool, err *gateway.Er
 	if len(msg) > maxRecentMessage {
 		msg = msg[:maxRecentMessage]
 	}
-	w.Observe(backend, d, RecentError{
-		At: w.now().UnixMilli(), Code: err.Code(), Kind: schemas.KindOf(err.Code()).Name, Message: msg,
+	w.Observe(end, backend, d, RecentError{
+		At: end.UnixMilli(), Code: err.Code(), Kind: schemas.KindOf(err.Code()).Name, Message: msg,
 		Method: method, Backend: backend, Protocol: call.Protocol.String(), TraceID: call.TraceID,
 	}, true)
 }

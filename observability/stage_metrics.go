@@ -25,7 +25,8 @@ func MetricsStage(m *Metrics, routed func(method string) bool, version func(ctx 
 		return func(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
 			start := time.Now()
 			res, err := next(gateway.WithObserverFor(ctx, call, m), call)
-			gerr, d := gateway.AsError(err), time.Since(start)
+			end := time.Now()
+			gerr, d := gateway.AsError(err), end.Sub(start)
 			routedName := routed(call.Method) || catalogItem(call)
 			m.ObserveRequest(Request{
 				Protocol: call.Protocol.String(),
@@ -35,7 +36,7 @@ func MetricsStage(m *Metrics, routed func(method string) bool, version func(ctx 
 				Err:      gerr,
 				Duration: d,
 			})
-			m.observeWindow(call, routedName, gerr, d)
+			m.observeWindow(call, routedName, gerr, end, d)
 			return res, err
 		}
 	}

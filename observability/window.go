@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -33,16 +34,21 @@ type Window struct {
 	n      int
 	now    func() time.Time
 
-	mu       sync.Mutex
-	backends map[string]*backendRing
-	errs     []RecentError // ring of cap errMax
-	errNext  int           // where the next error goes once the ring is full
-	errMax   int
+	// backends maps a backend's name to its *backendRing; each ring has its own lock, so
+	// calls to different backends do not contend. nBackends counts them (maxWindowBackends).
+	backends  sync.Map
+	nBackends atomic.Int64
+
+	errMu   sync.Mutex    // guards the errors ring, written only by failed calls
+	errs    []RecentError // ring of cap errMax
+	errNext int           // where the next error goes once the ring is full
+	errMax  int
 }
 
 // backendRing is one backend's buckets; slot i holds the bucket whose start, in units of
 // the bucket width since the Unix epoch, is stamp[i].
 type backendRing struct {
+	mu    sync.Mutex
 	stamp []int64
 	slots []windowBucket
 }
@@ -89,37 +95,32 @@ func NewWindow(bucket time.Duration, buckets, errors int, now func() time.Time) 
 	if now == nil {
 		now = time.Now
 	}
-	return &Window{bucket: bucket, n: buckets, now: now, backends: make(map[string]*backendRing), errMax: errors}
+	return &Window{bucket: bucket, n: buckets, now: now, errMax: errors}
 }
 
-// Observe records one call to backend that took d; failed is its error, nil on success.
-// A call that reached no backend ("") counts in no backend's samples; its failure is
-// still a recent error.
-func (w *Window) Observe(backend string, d time.Duration, e RecentError, failed bool) {
+// Observe records one call to backend that ended at end and took d; when failed, e is
+// kept as a recent error. A call that reached no backend ("") counts in no backend's
+// samples; its failure is still a recent error. The caller passes end (the time it read
+// anyway to measure d) so that observing costs no clock read of its own; Series reads the
+// window's clock, which must be the same.
+func (w *Window) Observe(end time.Time, backend string, d time.Duration, e RecentError, failed bool) {
 	if w == nil {
 		return
 	}
-	stamp := w.now().UnixNano() / int64(w.bucket)
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	stamp := end.UnixNano() / int64(w.bucket)
 	if failed {
 		w.pushError(e)
 	}
 	if backend == "" {
 		return
 	}
-	r := w.backends[backend]
+	r := w.ring(backend)
 	if r == nil {
-		if len(w.backends) >= maxWindowBackends {
-			return
-		}
-		r = &backendRing{stamp: make([]int64, w.n), slots: make([]windowBucket, w.n)}
-		for i := range r.stamp {
-			r.stamp[i] = -1
-		}
-		w.backends[backend] = r
+		return
 	}
 	i := int(stamp % int64(w.n))
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.stamp[i] != stamp {
 		r.stamp[i], r.slots[i] = stamp, windowBucket{}
 	}
@@ -133,7 +134,28 @@ func (w *Window) Observe(backend string, d time.Duration, e RecentError, failed 
 	b.hist[min(k, windowHistSlots-1)]++
 }
 
+// ring returns backend's ring, making it on its first call; nil past maxWindowBackends.
+func (w *Window) ring(backend string) *backendRing {
+	if r, ok := w.backends.Load(backend); ok {
+		return r.(*backendRing) //nolint:forcetypeassert // only *backendRing is stored
+	}
+	if w.nBackends.Load() >= maxWindowBackends {
+		return nil
+	}
+	fresh := &backendRing{stamp: make([]int64, w.n), slots: make([]windowBucket, w.n)}
+	for i := range fresh.stamp {
+		fresh.stamp[i] = -1
+	}
+	r, loaded := w.backends.LoadOrStore(backend, fresh)
+	if !loaded {
+		w.nBackends.Add(1)
+	}
+	return r.(*backendRing) //nolint:forcetypeassert // only *backendRing is stored
+}
+
 func (w *Window) pushError(e RecentError) {
+	w.errMu.Lock()
+	defer w.errMu.Unlock()
 	if len(w.errs) < w.errMax {
 		w.errs = append(w.errs, e)
 		return
@@ -184,10 +206,11 @@ func (w *Window) Series() []Series {
 		return nil
 	}
 	cur := w.now().UnixNano() / int64(w.bucket)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := make([]Series, 0, len(w.backends))
-	for name, r := range w.backends {
+	var out []Series
+	w.backends.Range(func(k, v any) bool {
+		name, r := k.(string), v.(*backendRing) //nolint:forcetypeassert // the map holds only these
+		r.mu.Lock()
+		defer r.mu.Unlock()
 		s := Series{Backend: name, Samples: make([]Sample, 0, w.n)}
 		var total windowBucket
 		for stamp := cur - int64(w.n) + 1; stamp <= cur; stamp++ {
@@ -211,7 +234,8 @@ func (w *Window) Series() []Series {
 			s.ErrorRate = float64(total.errors) / float64(total.calls)
 		}
 		out = append(out, s)
-	}
+		return true
+	})
 	slices.SortFunc(out, func(a, b Series) int {
 		switch {
 		case a.Backend < b.Backend:
@@ -250,8 +274,8 @@ func (w *Window) RecentErrors(code schemas.Code, limit int) []RecentError {
 	if w == nil {
 		return nil
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.errMu.Lock()
+	defer w.errMu.Unlock()
 	out := make([]RecentError, 0, len(w.errs))
 	n := len(w.errs)
 	for j := range n {

@@ -16,7 +16,7 @@ func (c *fakeClock) now() time.Time { return c.t }
 func TestWindowHistogramCoversEveryBound(t *testing.T) {
 	w := observability.NewWindow(time.Second, 2, 1, nil)
 	// a call longer than the largest bound must land in the last slot, not past it
-	w.Observe("b", time.Hour, observability.RecentError{}, false)
+	w.Observe(time.Now(), "b", time.Hour, observability.RecentError{}, false)
 	if s := w.Series(); len(s) != 1 || s[0].Calls != 1 || s[0].P99Ms != observability.DurationBuckets[len(observability.DurationBuckets)-1]*1000 {
 		t.Fatalf("series %+v", s)
 	}
@@ -63,7 +63,7 @@ func TestWindowSeries(t *testing.T) {
 			w := observability.NewWindow(10*time.Second, 3, 10, clk.now)
 			for _, c := range tt.calls {
 				clk.t = start.Add(c.after)
-				w.Observe(c.backend, c.d, observability.RecentError{Code: schemas.CodeInternal}, c.failed)
+				w.Observe(clk.t, c.backend, c.d, observability.RecentError{Code: schemas.CodeInternal}, c.failed)
 			}
 			clk.t = start.Add(tt.at)
 			var got *observability.Series
@@ -120,7 +120,7 @@ func TestWindowRecentErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := observability.NewWindow(time.Second, 2, 4, nil)
 			for _, c := range tt.codes {
-				w.Observe("", 0, observability.RecentError{Code: c}, true)
+				w.Observe(time.Now(), "", 0, observability.RecentError{Code: c}, true)
 			}
 			got := w.RecentErrors(tt.code, tt.limit)
 			codes := make([]schemas.Code, 0, len(got))
@@ -139,5 +139,34 @@ func TestWindowRecentErrors(t *testing.T) {
 	}
 	if got := observability.NewWindow(time.Second, 2, 4, nil).Series(); len(got) != 0 {
 		t.Errorf("a call with no backend made a series: %+v", got)
+	}
+}
+
+func TestWindowObserveAllocs(t *testing.T) {
+	w := observability.NewWindow(10*time.Second, 30, 10, nil)
+	backend, now := string([]byte("calc")), time.Now() // not a constant
+	w.Observe(now, backend, time.Millisecond, observability.RecentError{}, false)
+	// generous headroom: a call to a known backend takes no allocation of its own
+	if n := testing.AllocsPerRun(1000, func() { w.Observe(now, backend, time.Millisecond, observability.RecentError{}, false) }); n > 0.5 {
+		t.Errorf("%v allocations per observed call", n)
+	}
+}
+
+func BenchmarkWindowObserveParallel(b *testing.B) {
+	w := observability.NewWindow(10*time.Second, 30, 10, nil)
+	names, now := []string{"a", "b", "c", "d"}, time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			w.Observe(now, names[i%len(names)], time.Millisecond, observability.RecentError{}, false)
+			i++
+		}
+	})
+}
+
+func BenchmarkWindowObserve(b *testing.B) {
+	w, now := observability.NewWindow(10*time.Second, 30, 10, nil), time.Now()
+	for b.Loop() {
+		w.Observe(now, "calc", time.Millisecond, observability.RecentError{}, false)
 	}
 }

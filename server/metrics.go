@@ -98,7 +98,7 @@ func (s *Server) startMetrics(cfg *Config) {
 	// the last minutes of each backend's calls and the recent errors, for the admin API
 	// and the console (server.admin.console's window settings)
 	cc := cfg.Server.Admin.Console.WithDefaults()
-	s.metrics.SetWindow(observability.NewWindow(cc.WindowBucket, cc.WindowBuckets, cc.RecentErrors, s.opts.Now))
+	s.metrics.SetWindow(observability.NewWindow(cc.WindowBucket, cc.WindowBuckets, cc.RecentErrors, nil)) // the wall clock, as the metrics stage's
 }
 
 // scrapeStoreTimeout bounds the state-store reads of one scrape.

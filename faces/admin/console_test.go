@@ -100,7 +100,7 @@ func TestConsoleEvents(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := observability.NewWindow(10*time.Second, 3, 4, nil)
-			w.Observe("calc", time.Millisecond, observability.RecentError{}, false)
+			w.Observe(time.Now(), "calc", time.Millisecond, observability.RecentError{}, false)
 			g := &opsGateway{fakeGateway: &fakeGateway{serving: true, rt: fakeRuntime{scopes: tt.scopes}}, window: w, tasks: &fakeTasks{},
 				console: ConsoleConfig{Enabled: true, EventsInterval: 100 * time.Millisecond}}
 			f := New(g, slog.New(slog.DiscardHandler))

@@ -167,7 +167,7 @@ func TestOperatorMethods(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := observability.NewWindow(10*time.Second, 3, 4, nil)
-			w.Observe("calc", time.Millisecond, observability.RecentError{Code: schemas.CodeInternal, TraceID: "0af7651916cd43dd8448eb211c80319c"}, true)
+			w.Observe(time.Now(), "calc", time.Millisecond, observability.RecentError{Code: schemas.CodeInternal, TraceID: "0af7651916cd43dd8448eb211c80319c"}, true)
 			base := &fakeGateway{rt: fakeRuntime{scopes: tt.scopes}}
 			g := &opsGateway{fakeGateway: base, window: w, tasks: &fakeTasks{}, reloadErr: tt.reload, console: ConsoleConfig{JaegerURL: "http://jaeger:16686"}}
 			if tt.noTasks {
