@@ -21,6 +21,7 @@ include make/conformance.mk
 include make/mcpmatrix.mk
 include make/a2a.mk
 include make/clients.mk
+include make/console.mk
 include make/observability.mk
 include make/redis.mk
 include make/s3.mk
@@ -37,12 +38,12 @@ build: ## build bin/gatehouse
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/gatehouse
 
 .PHONY: run
-run: build ## build and serve configs/gatehouse.yaml (boundary 127.0.0.1:8080, admin 127.0.0.1:9901, /debug/pprof/ on)
-	./$(BIN) serve --config configs/gatehouse.yaml --pprof
+run: build ## build and serve configs/gatehouse.yaml (boundary 127.0.0.1:8080, admin 127.0.0.1:9901, /debug/pprof/ and the console at /console on)
+	./$(BIN) serve --config configs/gatehouse.yaml --pprof --console
 
 .PHONY: test
 test: ## install test peers, vet, lint, check the Helm chart, the whole suite with -race, and a bounded fuzz pass (FUZZTIME per target)
-	$(MAKE) --no-print-directory mcp-servers conformance-tools mcpmatrix-tools a2a-client-tools clients-tools observability-tools redis-tools blob-tools helm
+	$(MAKE) --no-print-directory mcp-servers conformance-tools mcpmatrix-tools a2a-client-tools clients-tools console-tools observability-tools redis-tools blob-tools helm
 	$(GO) mod verify
 	$(GO) vet ./...
 	$(MAKE) --no-print-directory proto-check

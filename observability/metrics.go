@@ -74,6 +74,9 @@ type Metrics struct {
 	transcodings sync.Map
 	// gauges reads the gauges kept elsewhere, at scrape time; nil until SetGauges.
 	gauges atomic.Pointer[func() Gauges]
+	// window keeps the last minutes of each backend's calls and the recent errors for the
+	// admin API (window.go); nil until SetWindow.
+	window atomic.Pointer[Window]
 }
 
 // NewMetrics returns the metrics of one process, with the Go runtime and process
@@ -348,4 +351,55 @@ func (m *Metrics) TaskMoved(from, to string) {
 	if unfinishedTasks[to] {
 		m.tasks.WithLabelValues(to).Inc()
 	}
+}
+
+// SetWindow makes w the window the metrics stage feeds (window.go).
+func (m *Metrics) SetWindow(w *Window) {
+	if m != nil {
+		m.window.Store(w)
+	}
+}
+
+// Window returns the window the metrics stage feeds; nil when metrics are off or none was
+// set.
+func (m *Metrics) Window() *Window {
+	if m == nil {
+		return nil
+	}
+	return m.window.Load()
+}
+
+// maxRecentMessage bounds the message of one recent error, in bytes.
+const maxRecentMessage = 512
+
+// observeWindow records one call in the window, when there is one: by its backend (or,
+// for a target served in the process, the target's name; a call refused before routing
+// counts in no backend), and,
+// when it failed, as a recent error. The method of a call the configuration does not
+// route by name is OtherLabel, as in the metrics.
+func (m *Metrics) observeWindow(call *gateway.Call, routed bool, err *gateway.Error, end time.Time, d time.Duration) {
+	w := m.window.Load()
+	if w == nil {
+		return
+	}
+	backend := gateway.BackendOf(call)
+	if backend == "" && call.Target != nil {
+		backend = call.Target.Name() // a target of the gateway's own (the demo, NEKTE): named by the configuration too
+	}
+	if err == nil {
+		w.Observe(end, backend, d, RecentError{}, false)
+		return
+	}
+	method := call.Method
+	if !routed {
+		method = OtherLabel
+	}
+	msg := err.Message()
+	if len(msg) > maxRecentMessage {
+		msg = msg[:maxRecentMessage]
+	}
+	w.Observe(end, backend, d, RecentError{
+		At: end.UnixMilli(), Code: err.Code(), Kind: schemas.KindOf(err.Code()).Name, Message: msg,
+		Method: method, Backend: backend, Protocol: call.Protocol.String(), TraceID: call.TraceID,
+	}, true)
 }

@@ -25,14 +25,18 @@ func MetricsStage(m *Metrics, routed func(method string) bool, version func(ctx 
 		return func(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
 			start := time.Now()
 			res, err := next(gateway.WithObserverFor(ctx, call, m), call)
+			end := time.Now()
+			gerr, d := gateway.AsError(err), end.Sub(start)
+			routedName := routed(call.Method) || catalogItem(call)
 			m.ObserveRequest(Request{
 				Protocol: call.Protocol.String(),
 				Method:   call.Method,
-				Routed:   routed(call.Method) || catalogItem(call),
+				Routed:   routedName,
 				Version:  version(ctx, call.Protocol),
-				Err:      gateway.AsError(err),
-				Duration: time.Since(start),
+				Err:      gerr,
+				Duration: d,
 			})
+			m.observeWindow(call, routedName, gerr, end, d)
 			return res, err
 		}
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/configs/loader"
 	"github.com/gatehouse-dev/gatehouse/faces"
 	a2aface "github.com/gatehouse-dev/gatehouse/faces/a2a"
+	adminface "github.com/gatehouse-dev/gatehouse/faces/admin"
 	grpcface "github.com/gatehouse-dev/gatehouse/faces/grpc"
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	mcpface "github.com/gatehouse-dev/gatehouse/faces/mcp"
@@ -173,6 +175,14 @@ type AdminConfig struct {
 	PprofScope string `yaml:"pprof_scope" json:"pprof_scope,omitempty"`
 	// TLS serves the listener over TLS (tlsconf.Config); absent, plaintext.
 	TLS *tlsconf.Config `yaml:"tls" json:"tls,omitempty"`
+	// OperatorScope is the scope a caller of the operator methods (admin.status,
+	// admin.backends, admin.catalog, admin.tasks.*, admin.errors.recent,
+	// admin.config.reload) and of the console's events must hold (default
+	// "admin.operator").
+	OperatorScope string `yaml:"operator_scope" json:"operator_scope,omitempty"`
+	// Console is the operator console at GET /console (faces/admin, docs/console.md); off
+	// by default. Read at start.
+	Console adminface.ConsoleConfig `yaml:"console" json:"console,omitzero"`
 }
 
 // listenerTLS is one listener's tls section, by its path in the file.
@@ -219,6 +229,7 @@ func (c *Config) applyDefaults() {
 	setDefault(&s.Boundary.Addr, DefaultBoundaryAddr)
 	setDefault(&s.Admin.Addr, DefaultAdminAddr)
 	setDefault(&s.Admin.PprofScope, DefaultPprofScope)
+	setDefault(&s.Admin.OperatorScope, adminface.DefaultOperatorScope)
 	if s.Internal != nil {
 		s.Internal.Config = s.Internal.WithDefaults()
 	}
@@ -288,6 +299,9 @@ func (c *Config) validate(doc *loader.Document) (compiled, loader.ErrorList) {
 	}
 	if c.Server.Reload.ReadyTimeout < 0 {
 		bad("server.reload.ready_timeout", "must not be negative")
+	}
+	if err := c.Server.Admin.Console.Validate(); err != nil {
+		bad("server.admin.console", "%v", err)
 	}
 	for path, addr := range addrs {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
@@ -465,6 +479,12 @@ type ListenOverrides struct {
 	// server.admin.pprof_scope, so a local profile needs no credential. Callers are still
 	// authenticated in zone operator and must hold the scope.
 	Pprof bool
+	// Console turns the operator console on (server.admin.console.enabled; gatehouse serve
+	// --console, which make run passes) and, when the configuration admits anonymous
+	// callers from loopback only, grants them server.admin.operator_scope and
+	// approvals.admin_scope, so a local operator signs in without a credential. Callers are
+	// still authenticated in zone operator and must hold the scopes.
+	Console bool
 }
 
 // Apply writes the overrides into cfg.
@@ -483,9 +503,20 @@ func (o ListenOverrides) Apply(cfg *Config) {
 	}
 	if o.Pprof {
 		cfg.Server.Admin.Pprof = true
-		if a := cfg.Auth.Anonymous; a != nil && (a.LoopbackOnly == nil || *a.LoopbackOnly) && !slices.Contains(a.Scopes, cfg.Server.Admin.PprofScope) {
-			a.Scopes = append(slices.Clip(a.Scopes), cfg.Server.Admin.PprofScope)
-		}
+		grantLoopback(cfg, cfg.Server.Admin.PprofScope)
+	}
+	if o.Console {
+		cfg.Server.Admin.Console.Enabled = true
+		grantLoopback(cfg, cmp.Or(cfg.Server.Admin.OperatorScope, adminface.DefaultOperatorScope))
+		grantLoopback(cfg, cmp.Or(cfg.Approvals.AdminScope, approval.DefaultAdminScope))
+	}
+}
+
+// grantLoopback adds scope to the scopes of anonymous callers when the configuration admits
+// them from loopback only.
+func grantLoopback(cfg *Config, scope string) {
+	if a := cfg.Auth.Anonymous; a != nil && (a.LoopbackOnly == nil || *a.LoopbackOnly) && !slices.Contains(a.Scopes, scope) {
+		a.Scopes = append(slices.Clip(a.Scopes), scope)
 	}
 }
 

@@ -95,6 +95,10 @@ func (s *Server) startMetrics(cfg *Config) {
 	}
 	s.metrics = observability.NewMetrics()
 	s.metrics.SetGauges(s.gauges)
+	// the last minutes of each backend's calls and the recent errors, for the admin API
+	// and the console (server.admin.console's window settings)
+	cc := cfg.Server.Admin.Console.WithDefaults()
+	s.metrics.SetWindow(observability.NewWindow(cc.WindowBucket, cc.WindowBuckets, cc.RecentErrors, nil)) // the wall clock, as the metrics stage's
 }
 
 // scrapeStoreTimeout bounds the state-store reads of one scrape.

@@ -37,6 +37,8 @@ func newNekteService(s *Server, cfg *nekte.Section) (*nekteService, error) {
 		Now:     s.opts.Now,
 		// The tasks gauge counts the changes this process makes (gatehouse_tasks).
 		OnTaskStatus: s.metrics.TaskMoved,
+		// the operator's view of tasks (admin.tasks.*): this process's most recent ones
+		RecentTasks: s.listen.Admin.Console.WithDefaults().RecentTasks,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("nekte: %w", err)

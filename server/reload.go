@@ -13,6 +13,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/gatehouse-dev/gatehouse/demo"
+	adminface "github.com/gatehouse-dev/gatehouse/faces/admin"
 	"github.com/gatehouse-dev/gatehouse/routing"
 )
 
@@ -34,6 +35,7 @@ func (s *Server) Reload(cfg *Config) error {
 	defer s.reloadMu.Unlock()
 	err := s.reloadLocked(cfg, nil)
 	s.metrics.ConfigReloaded(err == nil)
+	s.reloaded(err)
 	return err
 }
 
@@ -104,6 +106,7 @@ func (s *Server) reloadFile(path string, force bool) (err error) {
 	defer func() {
 		if counted {
 			s.metrics.ConfigReloaded(err == nil)
+			s.reloaded(err)
 		}
 	}()
 	data, err := os.ReadFile(path)
@@ -132,6 +135,19 @@ func (s *Server) reloadFile(path string, force bool) (err error) {
 	}
 	s.lastFile = data
 	return nil
+}
+
+// reloaded records a reload's outcome for admin.status.
+func (s *Server) reloaded(err error) {
+	now := time.Now
+	if s.opts.Now != nil {
+		now = s.opts.Now
+	}
+	st := &adminface.ReloadStatus{At: now().UnixMilli(), OK: err == nil}
+	if err != nil {
+		st.Error = err.Error()
+	}
+	s.lastReload.Store(st)
 }
 
 // MarkLoaded records the content of the file the server was started from, so that a

@@ -20,6 +20,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/faces"
 	a2aface "github.com/gatehouse-dev/gatehouse/faces/a2a"
+	adminface "github.com/gatehouse-dev/gatehouse/faces/admin"
 	grpcface "github.com/gatehouse-dev/gatehouse/faces/grpc"
 	"github.com/gatehouse-dev/gatehouse/faces/httprpc"
 	mcpface "github.com/gatehouse-dev/gatehouse/faces/mcp"
@@ -61,7 +62,9 @@ type Server struct {
 
 	cur      atomic.Pointer[runtime]
 	reloadMu sync.Mutex
-	lastFile []byte // content of the configuration file last loaded, under reloadMu
+	// lastReload is the last reload's outcome, for admin.status; nil before the first.
+	lastReload atomic.Pointer[adminface.ReloadStatus]
+	lastFile   []byte // content of the configuration file last loaded, under reloadMu
 
 	boundaryLn, adminLn net.Listener
 	boundary, admin     *http.Server

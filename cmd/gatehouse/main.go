@@ -155,6 +155,7 @@ func serve(args []string, stderr io.Writer) int {
 	admin := fs.String("admin-addr", "", "admin listener address, overriding server.admin.addr")
 	internal := fs.String("internal-addr", "", "internal gRPC listener address, overriding server.internal.addr")
 	pprofOn := fs.Bool("pprof", false, "serve /debug/pprof/ on the admin listener (server.admin.pprof) and grant its scope to anonymous loopback callers")
+	consoleOn := fs.Bool("console", false, "serve the operator console at /console on the admin listener (server.admin.console.enabled) and grant its scopes to anonymous loopback callers")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -170,7 +171,7 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	overrides := server.ListenOverrides{BoundaryAddr: *boundary, AdminAddr: *admin, InternalAddr: *internal, Pprof: *pprofOn}
+	overrides := server.ListenOverrides{BoundaryAddr: *boundary, AdminAddr: *admin, InternalAddr: *internal, Pprof: *pprofOn, Console: *consoleOn}
 	overrides.Apply(cfg)
 
 	level := new(slog.LevelVar)

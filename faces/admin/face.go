@@ -55,8 +55,11 @@ type Runtime interface {
 // the configuration in force when it arrives.
 type Face struct {
 	gw  Gateway
-	log *slog.Logger
-	mux *http.ServeMux
+	ops Operations // nil when gw does not implement it: no operator methods, no console
+	// console is the operator console, nil when off (console.go).
+	console *console
+	log     *slog.Logger
+	mux     *http.ServeMux
 }
 
 var _ http.Handler = (*Face)(nil)
@@ -66,6 +69,7 @@ var _ http.Handler = (*Face)(nil)
 // admin listener is the operator's (loopback by default) and they reveal no call's content.
 func New(gw Gateway, log *slog.Logger) *Face {
 	f := &Face{gw: gw, log: log, mux: http.NewServeMux()}
+	f.ops, _ = gw.(Operations)
 	f.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSONStatus(w, http.StatusOK, map[string]any{statusKey: "ok"})
 	})
@@ -73,6 +77,7 @@ func New(gw Gateway, log *slog.Logger) *Face {
 	f.mux.Handle("GET /metrics", metricsHandler(gw.Metrics()))
 	f.mux.HandleFunc("POST /rpc", f.serveRPC)                  // admin JSON-RPC: admin.approvals.*, admin.revocations.*, admin.keys.* (rpc.go)
 	f.mux.Handle(pprofPrefix, f.pprofHandler(gw.PprofScope())) // net/http/pprof, operator scope (pprof.go)
+	f.routeConsole()                                           // GET /console, /console/events when server.admin.console.enabled (console.go)
 	return f
 }
 

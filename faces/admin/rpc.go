@@ -18,6 +18,7 @@ type adminCall struct {
 	approvals *approval.Admin       // admin.approvals.* (auth/approval)
 	revoke    *auth.RevocationAdmin // admin.revocations.* (auth)
 	keys      *auth.KeyRingAdmin    // admin.keys.* (auth)
+	ops       operatorCall          // admin.status, admin.backends, ... (ops_rpc.go)
 }
 
 // serveRPC serves POST /rpc: the caller is authenticated with the configuration's
@@ -49,6 +50,7 @@ func (f *Face) serveRPC(w http.ResponseWriter, r *http.Request) {
 		approvals: approval.NewAdmin(rt.ApprovalStore(), principal, rt.ApprovalScope()),
 		revoke:    auth.NewRevocationAdmin(f.gw.Revocations(), principal),
 		keys:      auth.NewKeyRingAdmin(f.gw.KeyRing(), principal, f.log),
+		ops:       operatorCall{ops: f.ops, principal: principal},
 	}
 	faces.WriteResponse(w, f.log, ac.serve(r.Context(), body, pipe.Limits, traceID), faces.EncodingJSON, traceID)
 }
@@ -100,6 +102,8 @@ func (ac *adminCall) run(ctx context.Context, req *jsonrpc.Request) ([]byte, err
 		return ac.keys.Run(ctx, req.Method, req.Params) // its own scope, auth.keyring.admin_scope
 	case approval.IsAdminMethod(req.Method):
 		return ac.approvals.Run(ctx, req.Method, req.Params)
+	case IsOperatorMethod(req.Method):
+		return ac.ops.run(ctx, req.Method, req.Params) // server.admin.operator_scope
 	default:
 		return nil, gateway.Errorf(schemas.CodeMethodNotFound, "Method not found")
 	}

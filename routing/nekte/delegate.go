@@ -22,6 +22,7 @@ func (s *Service) delegate(ctx context.Context, owner string, p *delegateParams)
 	if err := s.tasks.create(ctx, r); err != nil {
 		return nil, err
 	}
+	s.recent.add(owner, r.ID)
 	if err := s.admit(ctx, r, se); err != nil {
 		return nil, err
 	}

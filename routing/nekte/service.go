@@ -1,6 +1,7 @@
 package nekte
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,6 +51,9 @@ type Options struct {
 	// from "" when a task is created, to "" when a task refused before it started is
 	// discarded. Changes other replicas write are theirs to tell. It must not block.
 	OnTaskStatus func(from, to string)
+	// RecentTasks bounds the tasks this process remembers for the operator's view
+	// (OperatorTasks); 0 takes DefaultRecentTasks.
+	RecentTasks int
 }
 
 // stateValueLimit is the value limit Config.Validate assumes; New checks the store's own.
@@ -72,6 +76,8 @@ type Service struct {
 
 	hubs hubs
 	runs runSet
+	// recent are the tasks this process created, for the operator (admin.go).
+	recent *recentTasks
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -124,6 +130,7 @@ func New(cfg Config, opts Options) (*Service, error) {
 		log:      opts.Logger,
 		now:      opts.Now,
 		closing:  make(chan struct{}),
+		recent:   &recentTasks{max: cmp.Or(max(opts.RecentTasks, 0), DefaultRecentTasks)},
 	}
 	if sig.generated {
 		s.log.Info("nekte: receipts are signed with a key generated for this process; set nekte.receipts.key_file to verify them across replicas and restarts", "kid", sig.kid)
