@@ -91,10 +91,14 @@ func (f *Face) card(rt Runtime, cfg *Config, origin string, who *gateway.Princip
 		version = f.vers
 	}
 	on, off := true, false
+	push := &off
+	if cfg.Push != nil && cfg.Push.Enabled && f.ring() != nil {
+		push = &on
+	}
 	card := a2a.AgentCard{
 		Name: cfg.Name, Description: cfg.Description, Version: version,
 		SupportedInterfaces: []a2a.AgentInterface{{URL: url, ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: "1.0"}},
-		Capabilities:        a2a.AgentCapabilities{Streaming: &on, PushNotifications: &off, ExtendedAgentCard: &off},
+		Capabilities:        a2a.AgentCapabilities{Streaming: &on, PushNotifications: push, ExtendedAgentCard: &off},
 		DefaultInputModes:   inputModes, DefaultOutputModes: outputModes,
 		Skills: skillsOf(rt.Skills(who)),
 	}

@@ -140,7 +140,7 @@ func (x *exchange) dispatch(ctx context.Context) {
 	case a2a.OpGetExtendedCard:
 		x.writeError(x.req.ID, a2a.UnsupportedOperation("This agent has no extended agent card"))
 	default: // the push-notification config operations
-		x.writeError(x.req.ID, a2a.PushNotificationNotSupported())
+		x.pushConfig(ctx)
 	}
 }
 
