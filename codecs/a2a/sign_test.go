@@ -103,7 +103,9 @@ func TestSignCard(t *testing.T) {
 			// Any change to a member but signatures breaks it.
 			for _, tamper := range []func(map[string]any){
 				func(m map[string]any) { m["name"] = "evil" },
-				func(m map[string]any) { m["supportedInterfaces"].([]any)[0].(map[string]any)["url"] = "https://evil.example/a2a" },
+				func(m map[string]any) {
+					m["supportedInterfaces"].([]any)[0].(map[string]any)["url"] = "https://evil.example/a2a"
+				},
 				func(m map[string]any) { m["skills"] = []any{} },
 				func(m map[string]any) { m["extra"] = 1 },
 			} {

@@ -102,12 +102,11 @@ func newPusher(f *Face) *pusher {
 	return p
 }
 
-// start starts the workers, once, with the configuration's limits.
+// start starts the workers, once, with the configuration's limits. It takes no lock: the
+// watchers call it holding mu.
 func (p *pusher) start(c *PushConfig) bool {
 	p.once.Do(func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if p.closed {
+		if p.ctx.Err() != nil { // closed
 			return
 		}
 		p.queue = make(chan *delivery, c.MaxQueue)
