@@ -138,7 +138,7 @@ func (x *exchange) dispatch(ctx context.Context) {
 	case a2a.OpSubscribeToTask:
 		x.subscribe(ctx)
 	case a2a.OpGetExtendedCard:
-		x.writeError(x.req.ID, a2a.UnsupportedOperation("This agent has no extended agent card"))
+		x.extendedCard()
 	default: // the push-notification config operations
 		x.pushConfig(ctx)
 	}
