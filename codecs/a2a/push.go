@@ -102,7 +102,8 @@ func isToken(s string) bool {
 	}
 	for i := range len(s) {
 		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || stringsContainsByte("!#$%&'*+-.^_`|~", c)) {
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && !stringsContainsByte("!#$%&'*+-.^_`|~", c) {
 			return false
 		}
 	}

@@ -27,10 +27,13 @@ const (
 	schemeAPIKey = "apiKey"
 )
 
+// mediaJSON is the media type of JSON.
+const mediaJSON = "application/json"
+
 // Media types of the skills.
 var (
-	inputModes  = []string{"application/json", "text/plain"}
-	outputModes = []string{"application/json", "text/plain"}
+	inputModes  = []string{mediaJSON, "text/plain"}
+	outputModes = []string{mediaJSON, "text/plain"}
 )
 
 // ServeCard serves GET (and HEAD) /.well-known/agent-card.json to anyone: the public card,
@@ -67,7 +70,7 @@ func (f *Face) ServeCard(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(body)
+		_, _ = w.Write(body) //nolint:gosec,nolintlint // the card encoded here, served as application/json
 	}
 }
 

@@ -45,7 +45,7 @@ type Config struct {
 	// config operations are refused (PushNotificationNotSupported).
 	Push *PushConfig `yaml:"push" json:"push,omitempty"`
 	// Card configures the agent card.
-	Card CardConfig `yaml:"card" json:"card,omitempty"`
+	Card CardConfig `yaml:"card" json:"card,omitzero"`
 }
 
 // CardConfig configures the agent card.

@@ -31,7 +31,9 @@ const (
 	// verifies it with the gateway's JWKS (/.well-known/jwks.json).
 	SignatureHeader = "X-Gatehouse-Signature"
 	// TokenHeader carries the config's token, as the A2A SDKs send it.
-	TokenHeader = "X-A2A-Notification-Token"
+	TokenHeader = "X-A2A-Notification-Token" //nolint:gosec // a header's name
+	// claimTaskID is the delivery JWT's claim naming the task.
+	claimTaskID = "task_id"
 	// contentType10 is the media type of a 1.0 payload (a StreamResponse).
 	contentType10 = "application/a2a+json"
 	// maxReceiverBody is what is read of a receiver's answer, to reuse nothing but be
@@ -158,7 +160,7 @@ func (p *pusher) enqueue(d *delivery, retry bool) {
 
 func (p *pusher) drop(d *delivery, why string) {
 	p.outcome(PushDropped)
-	p.f.log.Warn("a2a: push notification dropped", "task_id", d.taskID, "config_id", d.configID, "reason", why)
+	p.f.log.Warn("a2a: push notification dropped", claimTaskID, d.taskID, "config_id", d.configID, "reason", why)
 }
 
 func (p *pusher) work() {
@@ -184,7 +186,7 @@ func (p *pusher) attempt(d *delivery) {
 	case !retry || d.attempt >= d.limits.MaxAttempts:
 		p.pending.Add(-1)
 		p.outcome(PushFailed)
-		p.f.log.Warn("a2a: push notification failed", "task_id", d.taskID, "config_id", d.configID,
+		p.f.log.Warn("a2a: push notification failed", claimTaskID, d.taskID, "config_id", d.configID,
 			"attempts", d.attempt, "err", err)
 		return
 	}
@@ -231,7 +233,7 @@ func (p *pusher) post(d *delivery) (retry bool, err error) {
 	ttl := min(d.limits.TokenTTL, ring.MaxTokenTTL())
 	jwt, err := ring.Sign(map[string]any{
 		"iss": ring.Issuer(), "aud": d.url.String(), "iat": now.Unix(), "exp": now.Add(ttl).Unix(),
-		"jti": d.id, "task_id": d.taskID, "config_id": d.configID,
+		"jti": d.id, claimTaskID: d.taskID, "config_id": d.configID,
 		"body_sha256": base64.RawURLEncoding.EncodeToString(sum[:]),
 	})
 	if err != nil {
@@ -280,7 +282,7 @@ func (p *pusher) notify(ctx context.Context, x *exchange, r *record, ev a2a.Even
 	}
 	cfgs, err := x.pushStore().list(ctx, r.ID)
 	if err != nil {
-		p.f.log.Error("a2a: reading a task's push configs", "task_id", r.ID, "err", err)
+		p.f.log.Error("a2a: reading a task's push configs", claimTaskID, r.ID, "err", err)
 		return
 	}
 	for _, sc := range cfgs {
@@ -295,7 +297,7 @@ func (p *pusher) notify(ctx context.Context, x *exchange, r *record, ev a2a.Even
 		d := &delivery{id: newID("push-"), taskID: r.ID, configID: sc.Config.ID, url: u, guard: g, limits: *c,
 			body: body, ctype: contentType10, token: sc.Config.Token}
 		if sc.Version == a2a.V03 {
-			d.ctype = "application/json"
+			d.ctype = mediaJSON
 		}
 		if a := sc.Config.Authentication; a != nil && a.SchemeName() != "" {
 			d.auth = a.SchemeName() + " " + a.Credentials
@@ -345,10 +347,10 @@ func (p *pusher) follow(r *record, ex faces.Exchange, o owner) {
 	defer cancel()
 	x := &exchange{f: p.f, rt: rt, cfg: cfg, p: rt.Pipeline(), ex: ex, owner: o}
 	x.ex.Deadline = x.p.Resolve(0)
-	params, _ := json.Marshal(map[string]string{"task_id": r.ID})
+	params, _ := json.Marshal(map[string]string{claimTaskID: r.ID})
 	out := x.call(ctx, rn.MethodTaskStream, params)
 	if out.Err != nil || out.Res == nil || out.Res.Stream == nil {
-		p.f.log.Warn("a2a: following a task for its webhooks", "task_id", r.ID, "err", out.Err)
+		p.f.log.Warn("a2a: following a task for its webhooks", claimTaskID, r.ID, "err", out.Err)
 		return
 	}
 	s := out.Res.Stream
@@ -377,7 +379,7 @@ func (p *pusher) follow(r *record, ex faces.Exchange, o owner) {
 	x.ex.Deadline = x.p.Resolve(0)
 	t, aerr := x.current(ctx, r, true)
 	if aerr != nil {
-		p.f.log.Warn("a2a: reading a task for its webhooks", "task_id", r.ID, "code", aerr.Code)
+		p.f.log.Warn("a2a: reading a task for its webhooks", claimTaskID, r.ID, "code", aerr.Code)
 		return
 	}
 	if !t.Status.State.Terminal() {

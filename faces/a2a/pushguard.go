@@ -117,6 +117,8 @@ func looksNumeric(host string) bool {
 	return strings.Trim(last, "0123456789") == "" // a TLD is never all digits
 }
 
+const classDocumentation = "documentation"
+
 // Special address classes, refused unless allowed_cidrs covers the address.
 var specialPrefixes = []struct {
 	class string
@@ -125,16 +127,16 @@ var specialPrefixes = []struct {
 	{"this-network", netip.MustParsePrefix("0.0.0.0/8")},
 	{"shared (CGNAT)", netip.MustParsePrefix("100.64.0.0/10")},
 	{"IETF protocol assignments", netip.MustParsePrefix("192.0.0.0/24")},
-	{"documentation", netip.MustParsePrefix("192.0.2.0/24")},
+	{classDocumentation, netip.MustParsePrefix("192.0.2.0/24")},
 	{"benchmarking", netip.MustParsePrefix("198.18.0.0/15")},
-	{"documentation", netip.MustParsePrefix("198.51.100.0/24")},
-	{"documentation", netip.MustParsePrefix("203.0.113.0/24")},
+	{classDocumentation, netip.MustParsePrefix("198.51.100.0/24")},
+	{classDocumentation, netip.MustParsePrefix("203.0.113.0/24")},
 	{"reserved", netip.MustParsePrefix("240.0.0.0/4")},
 	{"NAT64", netip.MustParsePrefix("64:ff9b::/96")},
 	{"NAT64", netip.MustParsePrefix("64:ff9b:1::/48")},
 	{"6to4", netip.MustParsePrefix("2002::/16")},
 	{"Teredo", netip.MustParsePrefix("2001::/32")},
-	{"documentation", netip.MustParsePrefix("2001:db8::/32")},
+	{classDocumentation, netip.MustParsePrefix("2001:db8::/32")},
 	{"site-local", netip.MustParsePrefix("fec0::/10")},
 	{"discard", netip.MustParsePrefix("100::/64")},
 }

@@ -39,7 +39,7 @@ func (s pushStore) read(ctx context.Context, taskID string) ([]byte, []storedPus
 	}
 	var cs []storedPush
 	if json.Unmarshal(raw, &cs) != nil {
-		return raw, nil, nil // a corrupt record is replaced by the next write
+		return raw, nil, nil //nolint:nilerr // a corrupt record is replaced by the next write
 	}
 	return raw, cs, nil
 }
