@@ -191,8 +191,7 @@ func (p *pusher) attempt(d *delivery) {
 		return
 	}
 	p.outcome(PushRetried)
-	wait := d.limits.Backoff << min(d.attempt-1, 20)
-	wait = min(wait, d.limits.MaxBackoff)
+	wait := retryWait(d.limits.Backoff, d.limits.MaxBackoff, d.attempt)
 	wait = wait/2 + time.Duration(mrand.Int64N(int64(wait/2)+1)) //nolint:gosec // jitter, not a secret
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -211,6 +210,19 @@ func (p *pusher) attempt(d *delivery) {
 		p.enqueue(d, true)
 	})
 	p.timers[t] = struct{}{}
+}
+
+// retryWait is the wait after attempt n (1 for the first): backoff doubled n-1 times, at
+// most ceiling, never negative.
+func retryWait(backoff, ceiling time.Duration, n int) time.Duration {
+	wait := max(backoff, 0)
+	for i := 1; i < n && wait < ceiling; i++ {
+		if wait > ceiling/2 {
+			return ceiling
+		}
+		wait *= 2
+	}
+	return max(min(wait, ceiling), 0)
 }
 
 // errStatus is the error of an answer that is not 2xx.

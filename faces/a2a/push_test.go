@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestPushGuardURL(t *testing.T) {
@@ -184,4 +185,24 @@ func TestPushQueueFull(t *testing.T) {
 		t.Errorf("dropped %d, pending %d; want 3 and 2", dropped.Load(), p.pending.Load())
 	}
 	p.close()
+}
+
+func TestRetryWait(t *testing.T) {
+	const ms = time.Millisecond
+	for _, tt := range []struct {
+		backoff, ceiling time.Duration
+		n                int
+		want             time.Duration
+	}{
+		{500 * ms, 30 * time.Second, 1, 500 * ms},
+		{500 * ms, 30 * time.Second, 2, time.Second},
+		{500 * ms, 30 * time.Second, 4, 4 * time.Second},
+		{500 * ms, 30 * time.Second, 100, 30 * time.Second},
+		{time.Duration(1 << 62), time.Duration(1<<63 - 1), 10, time.Duration(1<<63 - 1)},
+		{10 * ms, 5 * ms, 3, 5 * ms},
+	} {
+		if got := retryWait(tt.backoff, tt.ceiling, tt.n); got != tt.want {
+			t.Errorf("retryWait(%s, %s, %d) = %s, want %s", tt.backoff, tt.ceiling, tt.n, got, tt.want)
+		}
+	}
 }
