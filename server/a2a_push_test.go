@@ -377,3 +377,38 @@ func TestA2APushOff(t *testing.T) {
 		t.Errorf("send with a push config = %s, want -32003", body)
 	}
 }
+
+// TestA2APushRefusesResolvedLoopback: without loopback in a2a.push.allowed_cidrs, a
+// webhook named by a host name that resolves to 127.0.0.1 is accepted as a URL but never
+// connected to — the dialler refuses the resolved address — and not retried.
+func TestA2APushRefusesResolvedLoopback(t *testing.T) {
+	ts := startA2APush(t, `push: {enabled: true, allow_http: true, backoff: 5ms, max_attempts: 3}`)
+	recv := newPushReceiver(t, 0)
+	port := recv.URL[strings.LastIndexByte(recv.URL, ':')+1:]
+	alice := callerToken(t, "alice", "agents", "caps")
+	_, _, body := ts.a2aPost(alice, "1.0", a2aSend(1, "subtract", `{"minuend":5,"subtrahend":2}`,
+		`,"configuration":{"taskPushNotificationConfig":{"url":"http://localhost:`+port+`/hook"}}`))
+	if code := a2aErrCode(t, body); code != 0 {
+		t.Fatalf("send: %s", body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(ts.logs.String(), "push notification URL refused: loopback address 127.0.0.1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no refused delivery logged:\n%s", ts.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := len(recv.deliveries()); n != 0 {
+		t.Errorf("the receiver behind localhost got %d deliveries", n)
+	}
+	if strings.Contains(ts.logs.String(), "attempts=2") || strings.Contains(ts.logs.String(), "attempts=3") {
+		t.Errorf("a refused address was retried:\n%s", ts.logs.String())
+	}
+	// The same URL as an IP literal is refused when the config is given.
+	_, _, body = ts.a2aPost(alice, "1.0", a2aSend(2, "subtract", `{"minuend":5,"subtrahend":2}`,
+		`,"configuration":{"taskPushNotificationConfig":{"url":"http://127.0.0.1:`+port+`/hook"}}`))
+	if code := a2aErrCode(t, body); code != -32602 {
+		t.Errorf("send with a loopback webhook = %s, want -32602", body)
+	}
+}
