@@ -58,6 +58,7 @@ type Metrics struct {
 	rateLimitRej   *prometheus.CounterVec
 	retries        *prometheus.CounterVec
 	tokensMinted   prometheus.Counter
+	a2aPush        *prometheus.CounterVec
 	tokensVerified *prometheus.CounterVec
 	reloads        *prometheus.CounterVec
 	tasks          *prometheus.GaugeVec
@@ -99,6 +100,7 @@ func NewMetrics() *Metrics {
 	m.rateLimitRej = counterVec("gatehouse_rate_limit_rejections_total", "Calls refused by a rate-limit rule.", "rule")
 	m.retries = counterVec("gatehouse_retries_total", "Calls retried after a failure that never reached the backend.", "backend")
 	m.tokensMinted = prometheus.NewCounter(prometheus.CounterOpts{Name: "gatehouse_tokens_minted_total", Help: "Downstream tokens minted for hops."})
+	m.a2aPush = counterVec("gatehouse_a2a_push_deliveries_total", "A2A push notification attempts by outcome: delivered, retried, failed (refused or out of attempts), dropped (queue full).", "outcome")
 	m.tokensVerified = counterVec("gatehouse_tokens_verified_total", "Bearer tokens checked at ingress: verified, served from the token cache, or refused.", "result")
 	m.reloads = counterVec("gatehouse_config_reloads_total", "Configuration reloads, ok or refused.", "result")
 	m.tasks = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gatehouse_tasks",
@@ -106,7 +108,7 @@ func NewMetrics() *Metrics {
 	m.agentTasks = counterVec("gatehouse_agent_tasks_total", "Tasks dispatched to this replica's agents, by operator and outcome (ok, rejected, failed, timeout, gone, cancelled).", "operator", "outcome")
 	m.agentGaps = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gatehouse_agent_heartbeat_gap_seconds",
 		Help: "Time between two messages of a connected agent (its heartbeats or any other), and the silence that ends a connection.", Buckets: DurationBuckets})
-	m.reg.MustRegister(m.agentTasks, m.agentGaps)
+	m.reg.MustRegister(m.agentTasks, m.agentGaps, m.a2aPush)
 	m.reg.MustRegister(m.requests, m.errors, m.duration, m.transcodes, m.transcodeDur, m.toolCalls, m.streams,
 		m.upstreamStarts, m.queueWait, m.admissionRej, m.rateLimitRej, m.retries, m.tokensMinted, m.tokensVerified, m.reloads, m.tasks,
 		gaugeCollector{m}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -305,6 +307,20 @@ func (m *Metrics) TokenMinted() {
 		return
 	}
 	m.tokensMinted.Inc()
+}
+
+// A2APush counts one A2A push notification outcome (faces/a2a: delivered, retried,
+// failed, dropped; anything else counts as OtherLabel).
+func (m *Metrics) A2APush(outcome string) {
+	if m == nil {
+		return
+	}
+	switch outcome {
+	case "delivered", "retried", "failed", "dropped":
+	default:
+		outcome = OtherLabel
+	}
+	m.a2aPush.WithLabelValues(outcome).Inc()
 }
 
 // TokenChecked counts one bearer token checked at ingress; result is TokenVerified,

@@ -154,6 +154,9 @@ func TestObserverAndCounters(t *testing.T) {
 	m.RateLimited("default")
 	m.Retried("calc")
 	m.TokenMinted()
+	m.A2APush("delivered")
+	m.A2APush("dropped")
+	m.A2APush("bogus")
 	m.TokenChecked(observability.TokenCached)
 	m.TokenChecked("bogus")
 	m.ConfigReloaded(true)
@@ -170,6 +173,9 @@ func TestObserverAndCounters(t *testing.T) {
 		`gatehouse_rate_limit_rejections_total{rule="default"}`:                                                             1,
 		`gatehouse_retries_total{backend="calc"}`:                                                                           1,
 		`gatehouse_tokens_minted_total{}`:                                                                                   1,
+		`gatehouse_a2a_push_deliveries_total{outcome="delivered"}`:                                                          1,
+		`gatehouse_a2a_push_deliveries_total{outcome="dropped"}`:                                                            1,
+		`gatehouse_a2a_push_deliveries_total{outcome="other"}`:                                                              1,
 		`gatehouse_tokens_verified_total{result="cached"}`:                                                                  1,
 		`gatehouse_tokens_verified_total{result="other"}`:                                                                   1,
 		`gatehouse_config_reloads_total{result="ok"}`:                                                                       1,

@@ -24,7 +24,11 @@ func TestA2AWithTheSDKClient(t *testing.T) {
 		}
 		t.Fatal(err)
 	}
-	ts := startA2A(t, "")
+	// Push notifications on, the card signed: the client sets a webhook on its slow task,
+	// which hears of its cancel.
+	ts := startA2APush(t, pushKeys+", card: {sign: true}")
+	recv := newPushReceiver(t, 0)
+	t.Setenv("A2A_PUSH_URL", recv.URL+"/sdk")
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	steps, err := tools.Run(ctx, ts.base, callerToken(t, "alice", "agents", "caps"), callerToken(t, "bob", "agents", "caps"))
@@ -33,6 +37,9 @@ func TestA2AWithTheSDKClient(t *testing.T) {
 	}
 	t.Logf("steps: %v", steps)
 	str := func(s a2aclient.Step, k string) string { return fmt.Sprint(s[k]) }
+	if pc := steps["public-card"]; str(pc, "skills") != "[]" || pc["extended"] != true || pc["push"] != true || pc["signatures"] != float64(1) {
+		t.Errorf("public card = %v, want no skills, an extended card, push notifications and a signature", pc)
+	}
 	card := steps["card"]
 	if !strings.Contains(str(card, "skills"), "subtract") || !strings.Contains(str(card, "interfaces"), "JSONRPC 1.0 "+ts.base+"/a2a") ||
 		card["streaming"] != true || !strings.Contains(str(card, "schemes"), "bearer") {
@@ -64,6 +71,18 @@ func TestA2AWithTheSDKClient(t *testing.T) {
 	if c := steps["cancel"]; c["state"] != "TASK_STATE_CANCELED" {
 		t.Errorf("cancel = %v", c)
 	}
+	if p := steps["push"]; p["id"] != "sdk-hook" || p["taskId"] != steps["send-immediate"]["id"] || !strings.Contains(str(p, "listed"), "sdk-hook") {
+		t.Errorf("push = %v", p)
+	}
+	recv.waitFor(t, "the canceled task at the SDK client's webhook", func(ds []delivered) bool {
+		for _, d := range ds {
+			if f := finalTask(d); f != nil && f.ID == steps["send-immediate"]["id"] && f.Status.State == "TASK_STATE_CANCELED" &&
+				d.header.Get("X-A2A-Notification-Token") == "sdk-token" {
+				return true
+			}
+		}
+		return false
+	})
 	if sub := str(steps["subscribe"], "events"); !strings.HasPrefix(sub, "[task:") || !strings.HasSuffix(sub, "statusUpdate:TASK_STATE_CANCELED]") ||
 		strings.Contains(sub, "SUBMITTED") {
 		t.Errorf("subscribe = %v", steps["subscribe"])

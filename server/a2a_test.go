@@ -243,12 +243,30 @@ func TestA2ACard(t *testing.T) {
 	if cc := resp.Header.Get("Cache-Control"); cc != "public, max-age=60" || resp.Header.Get("ETag") == "" {
 		t.Errorf("Cache-Control %q ETag %q", cc, resp.Header.Get("ETag"))
 	}
+	// The public card is the same with credentials: a caller reads its own skills in the
+	// extended card.
 	resp, card := get(callerToken(t, "alice", "agents", "caps"))
-	if got := strings.Join(skills(card), ","); !strings.Contains(got, "subtract") || !strings.Contains(got, "slow") {
-		t.Errorf("alice's card skills = %s, want the demo capabilities and slow", got)
+	if got := skills(card); len(got) != 0 {
+		t.Errorf("public card skills with credentials = %v, want none", got)
 	}
-	if cc := resp.Header.Get("Cache-Control"); !strings.HasPrefix(cc, "private") {
-		t.Errorf("a caller's card is cached as %q, want private", cc)
+	if caps := card["capabilities"].(map[string]any); caps["extendedAgentCard"] != true || card["supportsAuthenticatedExtendedCard"] != true {
+		t.Errorf("the card does not announce its extended card: %v", card)
+	}
+	_, _, body := ts.a2aPost(callerToken(t, "alice", "agents", "caps"), "1.0", `{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard"}`)
+	var ext map[string]any
+	a2aResult(t, body, &ext)
+	if got := strings.Join(skills(ext), ","); !strings.Contains(got, "subtract") || !strings.Contains(got, "slow") {
+		t.Errorf("alice's extended card skills = %s, want the demo capabilities and slow", got)
+	}
+	_, _, body = ts.a2aPost(callerToken(t, "alice", "agents", "caps"), "", `{"jsonrpc":"2.0","id":1,"method":"agent/getAuthenticatedExtendedCard"}`)
+	a2aResult(t, body, &ext)
+	if len(skills(ext)) == 0 {
+		t.Errorf("0.3 extended card = %s", body)
+	}
+	_, _, body = ts.a2aPost(callerToken(t, "bob"), "1.0", `{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard"}`)
+	a2aResult(t, body, &ext)
+	if got := skills(ext); len(got) != 0 {
+		t.Errorf("a caller without scopes sees skills %v in its extended card", got)
 	}
 	ifaces := card["supportedInterfaces"].([]any)
 	first := ifaces[0].(map[string]any)
@@ -508,7 +526,6 @@ func TestA2ABadInput(t *testing.T) {
 		{"files only", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"url":"https://x/y.png"}],"metadata":{"skill":"subtract"}}}}`, -32005},
 		{"unknown task", `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"a2a-nope"}}`, -32001},
 		{"push config", `{"jsonrpc":"2.0","id":1,"method":"CreateTaskPushNotificationConfig","params":{"taskId":"t","url":"https://x"}}`, -32003},
-		{"extended card", `{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard"}`, -32004},
 		{"the policy hides the skill", a2aSend(1, "subtract", `{"minuend":1,"subtrahend":1}`, ""), -32602},
 		{"the policy refuses NEKTE to a caller who sees the skill", a2aSend(1, "subtract", `{"minuend":1,"subtrahend":1}`, ""), 4002},
 	}

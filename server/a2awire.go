@@ -9,7 +9,8 @@ import (
 // newA2AFace builds the A2A face over the server (a2aGateway); it serves while the
 // configuration in force has an a2a section.
 func (s *Server) newA2AFace() *a2aface.Face {
-	return a2aface.New(a2aGateway{s}, a2aface.Options{State: s.kv, Now: s.opts.Now, Log: s.log, Version: buildVersion()})
+	return a2aface.New(a2aGateway{s}, a2aface.Options{State: s.kv, Now: s.opts.Now, Log: s.log, Version: buildVersion(),
+		KeyRing: s.keyring.Load, PushOutcome: func(o string) { s.metrics.A2APush(o) }})
 }
 
 // a2aGateway is the server as the A2A face sees it (a2aface.Gateway).

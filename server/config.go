@@ -343,6 +343,9 @@ func (c *Config) validate(doc *loader.Document) (compiled, loader.ErrorList) {
 		if err := ac.Validate(); err != nil {
 			bad("a2a", "%v", err)
 		}
+		if c.Auth.KeyRing == nil && (ac.Card.Sign || (ac.Push != nil && ac.Push.Enabled)) {
+			bad("a2a", "a2a.card.sign and a2a.push.enabled need auth.keyring, which signs the card and each push notification")
+		}
 	}
 	if n := c.Nekte; n != nil {
 		errs = append(errs, sectionErrors(doc, "nekte", n.Validate())...)

@@ -440,6 +440,7 @@ func (s *Server) shutdown() error {
 	// NEKTE tasks first: each is suspended with a checkpoint while the connections of its
 	// streams are still open to carry the news, then the streams end, so the connections
 	// below can close.
+	s.a2a.Close() // push notifications: their workers, retries and task watchers stop
 	s.closeNekte(ctx)
 	s.closeAgents(ctx) // tasks on agents finish, then the agents' streams end, so gRPC can stop
 	var wg sync.WaitGroup

@@ -31,6 +31,10 @@ type AgentCard struct {
 	PreferredTransport string                `json:"preferredTransport,omitempty"`
 	ProtocolVersion    string                `json:"protocolVersion,omitempty"`
 	Security           []map[string][]string `json:"security,omitempty"`
+	// SupportsAuthenticatedExtendedCard is 0.3's capabilities.extendedAgentCard.
+	SupportsAuthenticatedExtendedCard *bool `json:"supportsAuthenticatedExtendedCard,omitempty"`
+	// Signatures are JWS signatures of the rest of the card (SignCard, VerifyCard).
+	Signatures []AgentCardSignature `json:"signatures,omitempty"`
 }
 
 // AgentInterface is one endpoint of the agent: its URL, binding and protocol version.

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -26,16 +27,20 @@ const (
 	schemeAPIKey = "apiKey"
 )
 
+// mediaJSON is the media type of JSON.
+const mediaJSON = "application/json"
+
 // Media types of the skills.
 var (
-	inputModes  = []string{"application/json", "text/plain"}
-	outputModes = []string{"application/json", "text/plain"}
+	inputModes  = []string{mediaJSON, "text/plain"}
+	outputModes = []string{mediaJSON, "text/plain"}
 )
 
-// ServeCard serves GET (and HEAD) /.well-known/agent-card.json to anyone: the card of
-// the skills the caller may see — a caller without credentials (or with credentials the
-// authenticator refuses) sees what an anonymous caller may reach, as nekte.discover
-// shows it — with an ETag and a short max-age (private when it is a caller's own).
+// ServeCard serves GET (and HEAD) /.well-known/agent-card.json to anyone: the public card,
+// whose skills are those an anonymous caller may see (none when the policy lets no
+// anonymous caller reach a capability) — an authenticated caller reads its own with
+// GetExtendedAgentCard — signed when a2a.card.sign is on, with an ETag and a short
+// max-age.
 func (f *Face) ServeCard(w http.ResponseWriter, r *http.Request) {
 	rt := f.gw.Acquire()
 	defer rt.Release()
@@ -45,13 +50,7 @@ func (f *Face) ServeCard(w http.ResponseWriter, r *http.Request) {
 		faces.WriteHTTPError(w, http.StatusNotFound, gateway.Errorf(schemas.CodeInvalidRequest, "A2A is not enabled"), traceID, faces.EncodingJSON)
 		return
 	}
-	var who *gateway.Principal
-	if creds := faces.HTTPCredentials(r, gateway.ZoneExternal); creds.Bearer != "" || creds.APIKey != "" {
-		if p, err := rt.Authenticator().Authenticate(r.Context(), creds); err == nil {
-			who = &p
-		}
-	}
-	body, err := json.Marshal(f.card(rt, cfg, faces.RequestOrigin(r), who))
+	body, err := f.cardBytes(f.card(rt, cfg, faces.RequestOrigin(r), nil), cfg)
 	if err != nil {
 		f.log.Error("a2a: writing the agent card", "trace_id", traceID, "err", err)
 		faces.WriteHTTPError(w, http.StatusInternalServerError, gateway.NewError(schemas.CodeInternal), traceID, faces.EncodingJSON)
@@ -60,12 +59,7 @@ func (f *Face) ServeCard(w http.ResponseWriter, r *http.Request) {
 	sum := sha256.Sum256(body)
 	etag := `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`
 	h := w.Header()
-	scope := "public"
-	if who != nil {
-		scope = "private"
-		h.Set("Vary", "Authorization, X-API-Key")
-	}
-	h.Set("Cache-Control", scope+", max-age="+strconv.Itoa(cardMaxAge))
+	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(cardMaxAge))
 	h.Set("ETag", etag)
 	h.Set("X-Trace-Id", traceID)
 	if inm := r.Header.Get("If-None-Match"); inm != "" && strings.Contains(inm, etag) {
@@ -76,11 +70,51 @@ func (f *Face) ServeCard(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(body)
+		_, _ = w.Write(body) //nolint:gosec,nolintlint // the card encoded here, served as application/json
 	}
 }
 
-// card builds the agent card of rt for a caller that reached the boundary at origin.
+// cardBytes returns card as JSON, signed with the key ring when a2a.card.sign is on: a JWS
+// over the card's RFC 8785 canonical JSON, its payload detached, in signatures[]
+// (codecs/a2a SignCard; VerifyCard checks it against the gateway's JWKS).
+func (f *Face) cardBytes(card a2a.AgentCard, cfg *Config) ([]byte, error) {
+	body, err := json.Marshal(card)
+	if err != nil || !cfg.Card.Sign {
+		return body, err
+	}
+	ring := f.ring()
+	if ring == nil {
+		return nil, errors.New("a2a.card.sign is on but there is no key ring (auth.keyring)")
+	}
+	return a2a.SignCard(body, ring, "")
+}
+
+// extendedCard serves GetExtendedAgentCard: the card of the skills the caller may see.
+// It needs an authenticated caller (an anonymous one is refused with 4001); an agent
+// whose auth section has no scheme has no extended card (UnsupportedOperation).
+func (x *exchange) extendedCard() {
+	sec := x.rt.Security()
+	if !sec.Bearer && sec.APIKeyHeader == "" {
+		x.writeError(x.req.ID, a2a.UnsupportedOperation("This agent has no extended agent card: it authenticates no caller"))
+		return
+	}
+	if x.ex.Principal.Anonymous {
+		x.writeError(x.req.ID, fromGateway(gateway.Errorf(schemas.CodeAuthentication, "The extended agent card needs an authenticated caller")))
+		return
+	}
+	who := x.ex.Principal
+	card := x.f.card(x.rt, x.cfg, faces.RequestOrigin(x.r), &who)
+	body, err := x.f.cardBytes(card, x.cfg)
+	if err != nil {
+		x.f.log.Error("a2a: writing the extended agent card", "trace_id", x.ex.TraceID, "err", err)
+		x.writeError(x.req.ID, a2a.Errf(a2a.CodeInternal, "Internal error"))
+		return
+	}
+	x.writeResult(body)
+}
+
+// card builds the agent card of rt for a caller that reached the boundary at origin: the
+// public one (who nil: the skills an anonymous caller may see) or the extended one of who.
 func (f *Face) card(rt Runtime, cfg *Config, origin string, who *gateway.Principal) a2a.AgentCard {
 	url := cfg.Endpoint
 	if url == "" {
@@ -90,20 +124,33 @@ func (f *Face) card(rt Runtime, cfg *Config, origin string, who *gateway.Princip
 	if version == "" {
 		version = f.vers
 	}
+	sec := rt.Security()
 	on, off := true, false
+	push, extended := &off, &off
+	if cfg.Push != nil && cfg.Push.Enabled && f.ring() != nil {
+		push = &on
+	}
+	if sec.Bearer || sec.APIKeyHeader != "" {
+		extended = &on
+	}
+	var skills []capability.Capability
+	if who != nil || sec.Anonymous {
+		skills = rt.Skills(who)
+	}
 	card := a2a.AgentCard{
 		Name: cfg.Name, Description: cfg.Description, Version: version,
 		SupportedInterfaces: []a2a.AgentInterface{{URL: url, ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: "1.0"}},
-		Capabilities:        a2a.AgentCapabilities{Streaming: &on, PushNotifications: &off, ExtendedAgentCard: &off},
+		Capabilities:        a2a.AgentCapabilities{Streaming: &on, PushNotifications: push, ExtendedAgentCard: extended},
 		DefaultInputModes:   inputModes, DefaultOutputModes: outputModes,
-		Skills: skillsOf(rt.Skills(who)),
+		Skills: skillsOf(skills),
 	}
 	if *cfg.ServeV03 {
 		card.SupportedInterfaces = append(card.SupportedInterfaces,
 			a2a.AgentInterface{URL: url, ProtocolBinding: a2a.BindingJSONRPC, ProtocolVersion: "0.3", Transport: a2a.BindingJSONRPC})
 		card.URL, card.PreferredTransport, card.ProtocolVersion = url, a2a.BindingJSONRPC, "0.3.0"
+		card.SupportsAuthenticatedExtendedCard = extended
 	}
-	securityOf(&card, rt.Security())
+	securityOf(&card, sec)
 	return card
 }
 

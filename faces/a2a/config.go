@@ -41,6 +41,101 @@ type Config struct {
 	// client re-attaches with SubscribeToTask); SSEWriteTimeout bounds writing one event.
 	SSEIdleTimeout  time.Duration `yaml:"sse_idle_timeout" json:"sse_idle_timeout,omitempty"`
 	SSEWriteTimeout time.Duration `yaml:"sse_write_timeout" json:"sse_write_timeout,omitempty"`
+	// Push configures push notifications; absent or not enabled, the push-notification
+	// config operations are refused (PushNotificationNotSupported).
+	Push *PushConfig `yaml:"push" json:"push,omitempty"`
+	// Card configures the agent card.
+	Card CardConfig `yaml:"card" json:"card,omitzero"`
+}
+
+// CardConfig configures the agent card.
+type CardConfig struct {
+	// Sign signs the card (public and extended) with the gateway's key ring
+	// (auth.keyring): a JWS over its RFC 8785 canonical JSON in signatures[].
+	Sign bool `yaml:"sign" json:"sign,omitempty"`
+}
+
+// PushConfig is the a2a.push section: webhooks a task's updates are posted to.
+type PushConfig struct {
+	// Enabled turns push notifications on (they also need auth.keyring, which signs
+	// each delivery). Default false.
+	Enabled bool `yaml:"enabled" json:"enabled,omitempty"`
+	// AllowedHosts, when set, are the only host names a webhook URL may have: exact
+	// names, or "*.example.com" for the names under example.com.
+	AllowedHosts []string `yaml:"allowed_hosts" json:"allowed_hosts,omitempty"`
+	// AllowedCIDRs are address ranges a webhook may reach although they are special
+	// (loopback, private, link-local, CGNAT …), which are refused otherwise. The
+	// resolved address is checked when the connection is dialled.
+	AllowedCIDRs []string `yaml:"allowed_cidrs" json:"allowed_cidrs,omitempty"`
+	// AllowHTTP allows http:// webhooks; otherwise only https:// ones.
+	AllowHTTP bool `yaml:"allow_http" json:"allow_http,omitempty"`
+	// MaxAttempts bounds the attempts of one delivery (the first included).
+	MaxAttempts int `yaml:"max_attempts" json:"max_attempts,omitempty"`
+	// Timeout bounds one attempt (connection, request and response headers).
+	Timeout time.Duration `yaml:"timeout" json:"timeout,omitempty"`
+	// Backoff is the wait before the second attempt; it doubles each attempt, up to
+	// MaxBackoff, with jitter.
+	Backoff    time.Duration `yaml:"backoff" json:"backoff,omitempty"`
+	MaxBackoff time.Duration `yaml:"max_backoff" json:"max_backoff,omitempty"`
+	// MaxQueue bounds the deliveries waiting in this process (retries included); one
+	// more is dropped, counted and logged, never waited for.
+	MaxQueue int `yaml:"max_queue" json:"max_queue,omitempty"`
+	// Workers is the number of deliveries made at once by this process.
+	Workers int `yaml:"workers" json:"workers,omitempty"`
+	// MaxConfigsPerTask bounds the webhooks of one task.
+	MaxConfigsPerTask int `yaml:"max_configs_per_task" json:"max_configs_per_task,omitempty"`
+	// MaxWatchedTasks bounds the tasks this process follows for their webhooks at once;
+	// a config for one more task is refused.
+	MaxWatchedTasks int `yaml:"max_watched_tasks" json:"max_watched_tasks,omitempty"`
+	// TokenTTL is the lifetime of the JWT each delivery carries (at most the key ring's
+	// max_token_ttl).
+	TokenTTL time.Duration `yaml:"token_ttl" json:"token_ttl,omitempty"`
+}
+
+// Defaults of the a2a.push section.
+const (
+	DefaultPushMaxAttempts       = 5
+	DefaultPushTimeout           = 10 * time.Second
+	DefaultPushBackoff           = 500 * time.Millisecond
+	DefaultPushMaxBackoff        = 30 * time.Second
+	DefaultPushMaxQueue          = 1000
+	DefaultPushWorkers           = 4
+	DefaultPushMaxConfigsPerTask = 10
+	DefaultPushMaxWatchedTasks   = 1000
+	DefaultPushTokenTTL          = 5 * time.Minute
+)
+
+// WithDefaults returns c with every zero field set to its default.
+func (c PushConfig) WithDefaults() PushConfig {
+	def(&c.MaxAttempts, DefaultPushMaxAttempts)
+	def(&c.Timeout, DefaultPushTimeout)
+	def(&c.Backoff, DefaultPushBackoff)
+	def(&c.MaxBackoff, DefaultPushMaxBackoff)
+	def(&c.MaxQueue, DefaultPushMaxQueue)
+	def(&c.Workers, DefaultPushWorkers)
+	def(&c.MaxConfigsPerTask, DefaultPushMaxConfigsPerTask)
+	def(&c.MaxWatchedTasks, DefaultPushMaxWatchedTasks)
+	def(&c.TokenTTL, DefaultPushTokenTTL)
+	return c
+}
+
+// Validate reports the keys of c that are out of range.
+func (c PushConfig) Validate() error {
+	var errs []error
+	for key, bad := range map[string]bool{
+		"max_attempts": c.MaxAttempts < 0, "timeout": c.Timeout < 0, "backoff": c.Backoff < 0,
+		"max_backoff": c.MaxBackoff < 0, "max_queue": c.MaxQueue < 0, "workers": c.Workers < 0,
+		"max_configs_per_task": c.MaxConfigsPerTask < 0, "max_watched_tasks": c.MaxWatchedTasks < 0,
+		"token_ttl": c.TokenTTL < 0,
+	} {
+		if bad {
+			errs = append(errs, fmt.Errorf("a2a.push.%s must not be negative", key))
+		}
+	}
+	if _, err := newGuard(&c); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // Defaults of the a2a section.
@@ -75,6 +170,10 @@ func (c Config) WithDefaults() Config {
 	def(&c.SSEWriteTimeout, DefaultSSEWriteTimeout)
 	def(&c.Name, DefaultName)
 	def(&c.Description, DefaultDescription)
+	if c.Push != nil {
+		p := c.Push.WithDefaults()
+		c.Push = &p
+	}
 	return c
 }
 
@@ -95,6 +194,9 @@ func (c Config) Validate() error {
 	neg("max_page_size", c.MaxPageSize < 0)
 	neg("sse_idle_timeout", c.SSEIdleTimeout < 0)
 	neg("sse_write_timeout", c.SSEWriteTimeout < 0)
+	if c.Push != nil {
+		errs = append(errs, c.Push.Validate())
+	}
 	if d := c.WithDefaults(); d.PageSize > d.MaxPageSize {
 		errs = append(errs, fmt.Errorf("a2a.page_size (%d) must not exceed a2a.max_page_size (%d)", d.PageSize, d.MaxPageSize))
 	}

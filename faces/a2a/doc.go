@@ -6,8 +6,14 @@
 //     nekte.discover), the JSON-RPC interface at <origin>/a2a, streaming on, and the
 //     security schemes of the auth section.
 //   - POST /a2a serves SendMessage, SendStreamingMessage (Server-Sent Events), GetTask,
-//     ListTasks, CancelTask and SubscribeToTask (SSE), in 1.0 and — unless a2a.serve_v03
-//     is false — in the 0.3 spellings a request without A2A-Version speaks.
+//     ListTasks, CancelTask and SubscribeToTask (SSE), the push-notification config
+//     operations and GetExtendedAgentCard, in 1.0 and — unless a2a.serve_v03 is false —
+//     in the 0.3 spellings a request without A2A-Version speaks.
+//   - With a2a.card.sign the cards carry a JWS by the gateway's key ring (codecs/a2a
+//     SignCard). With a2a.push.enabled a task's state changes and its end are posted to
+//     the webhooks its owner gave (push.go): URLs checked against an allowlist on the URL
+//     and on the dialled address (pushguard.go), each delivery signed with a JWT of the key
+//     ring, retried within a budget from a bounded queue, its payload read as the owner.
 //
 // A message names a skill (metadata "skill", or a2a.default_skill) and runs as a NEKTE task
 // on that capability: nekte.delegate, nekte.task.status, nekte.task.cancel and

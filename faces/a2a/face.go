@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/auth"
 	"github.com/gatehouse-dev/gatehouse/faces"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
@@ -59,6 +60,12 @@ type Options struct {
 	Log *slog.Logger
 	// Version is the gateway's version, the card's default.
 	Version string
+	// KeyRing returns the gateway's key ring (nil: none), which signs the card
+	// (a2a.card.sign) and each push notification.
+	KeyRing func() *auth.KeyRing
+	// PushOutcome, when set, hears the outcome of each push delivery attempt
+	// (PushDelivered, PushRetried, PushFailed, PushDropped), for a metric.
+	PushOutcome func(outcome string)
 }
 
 // Face is the A2A face.
@@ -68,6 +75,10 @@ type Face struct {
 	now  func() time.Time
 	log  *slog.Logger
 	vers string
+	ring func() *auth.KeyRing
+	push *pusher
+
+	pushOutcome func(string)
 }
 
 // New returns the face serving gw's configurations.
@@ -75,5 +86,14 @@ func New(gw Gateway, o Options) *Face {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Face{gw: gw, kv: o.State, now: o.Now, log: o.Log, vers: o.Version}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	f := &Face{gw: gw, kv: o.State, now: o.Now, log: o.Log, vers: o.Version, ring: ringOf(o.KeyRing), pushOutcome: o.PushOutcome}
+	f.push = newPusher(f)
+	return f
 }
+
+// Close stops the push notification goroutines (the delivery workers, their retry timers
+// and the tasks' watchers) and waits for them; deliveries not yet made are dropped.
+func (f *Face) Close() { f.push.close() }

@@ -85,6 +85,16 @@ func (x *exchange) startTask(ctx context.Context) (*record, gateway.Stream, *a2a
 	if aerr != nil {
 		return nil, nil, aerr
 	}
+	push := p.Configuration.PushConfig()
+	if push != nil {
+		field := "configuration.taskPushNotificationConfig.url"
+		if x.req.Version == a2a.V03 {
+			field = "configuration.pushNotificationConfig.url"
+		}
+		if aerr := x.checkPush(push, field); aerr != nil {
+			return nil, nil, aerr
+		}
+	}
 	r := &record{ID: newID(taskIDPrefix), ContextID: m.ContextID, Owner: x.owner, Skill: c.ID, CreatedAt: x.f.now().UnixMilli()}
 	if r.ContextID == "" {
 		r.ContextID = newID(contextIDPrefix)
@@ -106,6 +116,15 @@ func (x *exchange) startTask(ctx context.Context) (*record, gateway.Stream, *a2a
 	if out.Res == nil || out.Res.Stream == nil {
 		st.remove(context.WithoutCancel(ctx), r)
 		return nil, nil, a2a.Errf(a2a.CodeInvalidAgentResponse, "The task did not start")
+	}
+	if push != nil {
+		if _, aerr := x.addPush(ctx, r, *push); aerr != nil {
+			// The task started, but nobody would hear of it: it is canceled.
+			_ = out.Res.Stream.Close()
+			cancel, _ := json.Marshal(nk.TaskCancelParams{TaskID: r.ID, Reason: "its push notification config was refused"})
+			x.call(context.WithoutCancel(ctx), nk.MethodTaskCancel, cancel)
+			return nil, nil, aerr
+		}
 	}
 	return r, out.Res.Stream, nil
 }

@@ -4,7 +4,7 @@
 // another principal, who must not reach the first one's task. Each step prints one JSON
 // line {"step": ..., ...}; the Go test (server/a2a_sdk_test.go) judges them.
 //
-//   node client.mjs <base URL> <token> <other token>
+//   node client.mjs <base URL> <token> <other token>   (A2A_PUSH_URL: a webhook for the slow task)
 import { Role, TaskState } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 
@@ -48,7 +48,18 @@ const partValues = (artifacts) => (artifacts ?? []).flatMap((a) => a.parts.map((
 const errorOf = (e) => ({ error: e?.constructor?.name ?? 'Error', code: e?.code, message: String(e?.message ?? e) });
 
 const resolver = new DefaultAgentCardResolver({ fetchImpl: bearer(token) });
-const card = await resolver.resolve(base);
+const publicCard = await resolver.resolve(base);
+out('public-card', {
+  skills: publicCard.skills.map((s) => s.id),
+  extended: publicCard.capabilities?.extendedAgentCard ?? false,
+  push: publicCard.capabilities?.pushNotifications ?? false,
+  signatures: (publicCard.signatures ?? []).length,
+});
+
+const client = await clientFor(token);
+// The extended card: the client fetches it (GetExtendedAgentCard) when the public card
+// announces one.
+const card = await client.getAgentCard();
 out('card', {
   name: card.name,
   skills: card.skills.map((s) => s.id),
@@ -56,8 +67,6 @@ out('card', {
   streaming: card.capabilities?.streaming ?? false,
   schemes: Object.keys(card.securitySchemes ?? {}),
 });
-
-const client = await clientFor(token);
 
 const sent = await client.sendMessage(request(message('m-send', 'subtract', { minuend: 42, subtrahend: 23 })));
 const task = sent.payload?.value ?? sent;
@@ -83,6 +92,20 @@ const slowSent = await client.sendMessage(request(message('m-slow', 'slow', {}),
 }));
 const slow = slowSent.payload?.value ?? slowSent;
 out('send-immediate', { id: slow.id, state: state(slow) });
+
+// A webhook for the slow task, when the test gives one (A2A_PUSH_URL).
+const pushURL = process.env.A2A_PUSH_URL ?? '';
+if (pushURL) {
+  try {
+    const created = await client.createTaskPushNotificationConfig({
+      tenant: '', id: 'sdk-hook', taskId: slow.id, url: pushURL, token: 'sdk-token', authentication: undefined,
+    });
+    const listed = await client.listTaskPushNotificationConfig({ tenant: '', taskId: slow.id, pageSize: 0, pageToken: '' });
+    out('push', { id: created.id, taskId: created.taskId, url: created.url, listed: listed.configs.map((c) => c.id) });
+  } catch (e) {
+    out('push', errorOf(e));
+  }
+}
 
 const other = await clientFor(otherToken);
 for (const [op, call] of [
