@@ -29,8 +29,9 @@ var approvalColumns = client.Columns("ID", "id", "STATUS", "status", "METHOD", "
 // actionList is the listing action of the admin commands.
 const actionList = "list"
 
-// adminCommands are gatehouse approvals|revocations|keys (the admin listener's JSON-RPC)
-// and gatehouse tasks (the boundary's nekte.task.*, which only the task's owner reaches).
+// adminCommands are gatehouse approvals|revocations|keys|operator (the admin listener's
+// JSON-RPC) and gatehouse tasks (the boundary's nekte.task.*, which only the task's owner
+// reaches, and the operator's list of every caller's tasks).
 var adminCommands = map[string]map[string]adminAction{
 	"approvals": {
 		actionList: {usage: "list [--all]", method: "admin.approvals.list", admin: true,
@@ -134,6 +135,19 @@ var adminCommands = map[string]map[string]adminAction{
 			}},
 	},
 	"tasks": {
+		actionList: {usage: "list [--status S]   (every caller's, on the admin listener)", method: "admin.tasks.list", admin: true,
+			flags: func(fs *flag.FlagSet) func([]string) (any, error) {
+				status := fs.String("status", "", "only tasks in this status (running, completed, failed, cancelled, suspended…)")
+				return func(pos []string) (any, error) {
+					if err := noArgs(pos); err != nil || *status == "" {
+						return nil, err
+					}
+					return map[string]any{"status": *status}, nil
+				}
+			},
+			table: func(o *client.Output, res json.RawMessage) error {
+				return o.ObjectsTable(res, "tasks", client.Columns("TASK", "task_id", "OWNER", "owner", "CAP", "cap", "STATUS", "status", "ATTEMPT", "attempt"), "no tasks")
+			}},
 		"status":  {usage: "status TASK_ID", method: "nekte.task.status", flags: taskID("")},
 		"cancel":  {usage: "cancel TASK_ID [--reason TEXT]", method: "nekte.task.cancel", flags: taskID("reason")},
 		"suspend": {usage: "suspend TASK_ID", method: "nekte.task.suspend", flags: taskID("")},
@@ -141,6 +155,20 @@ var adminCommands = map[string]map[string]adminAction{
 		"stream":  {usage: "stream TASK_ID", method: "nekte.task.stream", flags: taskID(""), taskOp: true},
 	},
 }
+
+// operatorCommand is gatehouse operator: the admin listener's operator methods (scope
+// server.admin.operator_scope), the ones the console calls.
+var operatorCommand = map[string]adminAction{
+	"status":   {usage: "status", method: "admin.status", admin: true, flags: none},
+	"backends": {usage: "backends", method: "admin.backends", admin: true, flags: none},
+	"catalog":  {usage: "catalog", method: "admin.catalog", admin: true, flags: none},
+	"errors":   {usage: "errors", method: "admin.errors.recent", admin: true, flags: none},
+	"reload":   {usage: "reload", method: "admin.config.reload", admin: true, flags: none},
+	"cancel":   {usage: "cancel TASK_ID [--reason TEXT]   (any caller's task)", method: "admin.tasks.cancel", admin: true, flags: taskID("reason")},
+	"resume":   {usage: "resume TASK_ID   (any caller's task)", method: "admin.tasks.resume", admin: true, flags: taskID("")},
+}
+
+func init() { adminCommands["operator"] = operatorCommand }
 
 func none(*flag.FlagSet) func([]string) (any, error) {
 	return func(pos []string) (any, error) { return nil, noArgs(pos) }

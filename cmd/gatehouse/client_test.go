@@ -225,6 +225,8 @@ func TestClientGolden(t *testing.T) {
 		{name: "tasks status", args: []string{"tasks", "status", "g-count"}},
 		{name: "tasks stream", args: []string{"tasks", "stream", "g-count"}},
 		{name: "tasks cancel ended", args: []string{"tasks", "cancel", "g-count"}},
+		{name: "tasks list", args: []string{"tasks", "list", "--status", "completed", "--tty", "always", "--no-color"}},
+		{name: "operator cancel ended", args: []string{"operator", "cancel", "g-count", "--reason", "done already"}},
 		{name: "chat", args: []string{"chat", "count", "count", "to", "three", "--options", `{"to":3}`}},
 		{name: "chat events", args: []string{"chat", "count", "hello", "--options", `{"to":2}`, "--events"}},
 		{name: "chat unknown route", args: []string{"chat", "nosuch", "hello"}},

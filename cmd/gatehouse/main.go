@@ -10,7 +10,7 @@
 //	gatehouse token --key FILE --sub NAME [--scope "a b"] [--aud A]... [--iss I] [--ttl 1h] [--kid K] [--claim N=V]...
 //	gatehouse call METHOD [params-json|@file|-] | call --batch FILE   (client commands: docs/cli.md)
 //	gatehouse discover | delegate CAP --in JSON | chat ROUTE MESSAGE
-//	gatehouse tasks|approvals|revocations|keys ACTION ...
+//	gatehouse tasks|approvals|revocations|keys|operator ACTION ...
 //	gatehouse version
 package main
 
@@ -64,6 +64,8 @@ client commands (docs/cli.md; --url/$GATEHOUSE_URL, --token/$GATEHOUSE_TOKEN, --
   gatehouse delegate CAP [--in JSON|@file|-] [--id ID]   live progress; Ctrl-C cancels the task
   gatehouse chat ROUTE MESSAGE...         the session RPC's reply as it is written
   gatehouse tasks status|cancel|suspend|resume|stream TASK_ID
+  gatehouse tasks list [--status S]       every caller's tasks (admin listener, operator scope)
+  gatehouse operator status|backends|catalog|errors|reload|cancel|resume   what the console shows and does
   gatehouse approvals list|approve|deny   the admin listener (--admin-url/$GATEHOUSE_ADMIN_URL)
   gatehouse revocations list|add|remove
   gatehouse keys list|rotate
@@ -102,7 +104,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return delegateCmd(args[1:], stdout, stderr)
 	case "chat":
 		return chatCmd(args[1:], stdout, stderr)
-	case "tasks", "approvals", "revocations", "keys":
+	case "tasks", "approvals", "revocations", "keys", "operator":
 		return adminCmd(args[0], args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "gatehouse", buildVersion())
