@@ -1,0 +1,175 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/gatehouse-dev/gatehouse/internal/a2aclient"
+)
+
+// a2aUpConfig routes the upstream agent of upstream.mjs (%[2]s: its base URL) as the A2A
+// agent "up", under JWT auth with a key ring that mints the hop tokens.
+const a2aUpConfig = `
+server:
+  boundary: {addr: "127.0.0.1:0"}
+  admin: {addr: "127.0.0.1:0"}
+  shutdown_grace: 5s
+auth:
+  jwt:
+    issuers:
+      - {issuer: "https://idp.test", audiences: [gatehouse], secret: %[1]q}
+  keyring: {issuer: gatehouse, algorithm: EdDSA}
+log: {level: debug}
+routing:
+  a2a:
+    agents:
+      - {name: up, card_url: %[2]q, card_refresh: 1m}
+nekte: {}
+`
+
+// TestA2AUpstreamWithTheSDKServer reaches an @a2a-js/sdk agent (internal/a2aclient's
+// upstream.mjs) through the gateway: its skills are capabilities, called as JSON-RPC
+// methods and by nekte.invoke with a hop token minted for the agent (not the caller's),
+// delegated with the agent's status updates as progress, failed as a typed error, and
+// cancelled upstream with CancelTask. Missing tools skip it, unless
+// CONFORMANCE_REQUIRED=1.
+func TestA2AUpstreamWithTheSDKServer(t *testing.T) {
+	tools := a2aclient.Default()
+	if err := tools.Check(); err != nil {
+		if errors.Is(err, a2aclient.ErrNotInstalled) && os.Getenv("CONFORMANCE_REQUIRED") != "1" {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	up, err := tools.StartUpstream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = up.Close() }()
+	ts := start(t, fmt.Sprintf(a2aUpConfig, callerSecret, up.URL), nil)
+	alice := callerToken(t, "alice", "agents")
+	call := func(body string) (string, map[string]any) {
+		t.Helper()
+		status, _, out := ts.post(body, "Authorization", "Bearer "+alice)
+		var m map[string]any
+		if status != http.StatusOK {
+			t.Fatalf("status %d: %s", status, out)
+		}
+		_ = json.Unmarshal([]byte(out), &m)
+		return out, m
+	}
+	// The card is fetched in the background: wait for the skill.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, m := call(`{"jsonrpc":"2.0","method":"a2a.up.echo","params":{"text":"hi"},"id":1}`)
+		if m["error"] == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent's skills did not appear: %s", out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	t.Run("json-rpc with a minted hop token", func(t *testing.T) {
+		_, m := call(`{"jsonrpc":"2.0","method":"a2a.up.echo","params":{"text":"hello"},"id":2}`)
+		res, _ := m["result"].(map[string]any)
+		if res["text"] != "echo: hello" || res["state"] != "completed" {
+			t.Fatalf("result %v", m)
+		}
+		seen := res["artifacts"].([]any)[0].(map[string]any)["parts"].([]any)[1].(map[string]any)["data"].(map[string]any)
+		bearer, _ := strings.CutPrefix(fmt.Sprint(seen["authorization"]), "Bearer ")
+		if bearer == "" || bearer == alice {
+			t.Fatalf("the agent saw Authorization %q: want a token minted for it, not the caller's", seen["authorization"])
+		}
+		claims := jwt.MapClaims{}
+		if _, _, err := jwt.NewParser().ParseUnverified(bearer, claims); err != nil {
+			t.Fatal(err)
+		}
+		if claims["iss"] != "gatehouse" || claims["sub"] != "alice" || fmt.Sprint(claims["aud"]) != "up" && fmt.Sprint(claims["aud"]) != "[up]" {
+			t.Fatalf("hop token claims %v", claims)
+		}
+	})
+
+	t.Run("nekte.invoke", func(t *testing.T) {
+		out, m := call(`{"jsonrpc":"2.0","method":"nekte.invoke","params":{"cap":"a2a.up.echo","in":{"text":"via nekte"},"budget":{"max_tokens":500,"detail_level":"full"}},"id":3}`)
+		if m["error"] != nil || !strings.Contains(out, "echo: via nekte") {
+			t.Fatalf("%s", out)
+		}
+	})
+
+	t.Run("failed is typed", func(t *testing.T) {
+		_, m := call(`{"jsonrpc":"2.0","method":"a2a.up.fail","params":{"text":"x"},"id":4}`)
+		e, _ := m["error"].(map[string]any)
+		if e == nil || e["code"] != float64(1003) || !strings.Contains(fmt.Sprint(e["data"]), "it broke") {
+			t.Fatalf("%v", m)
+		}
+	})
+
+	t.Run("delegate streams progress", func(t *testing.T) {
+		out, _ := call(`{"jsonrpc":"2.0","method":"nekte.delegate","params":{"task":{"id":"up-1","desc":"stream","timeout_ms":20000,"budget":{"max_tokens":500,"detail_level":"full"},"cap":"a2a.up.stream","in":{"text":"go"}}},"id":5}`)
+		for _, want := range []string{"step 1", "step 2", "step 3", "artifact story", "done streaming", "event: complete"} {
+			if !strings.Contains(out, want) {
+				t.Fatalf("no %q in the delegate's events:\n%s", want, out)
+			}
+		}
+	})
+
+	t.Run("cancel sends CancelTask", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		done := make(chan string, 1)
+		go func() {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.base+"/rpc", strings.NewReader(
+				`{"jsonrpc":"2.0","method":"nekte.delegate","params":{"task":{"id":"up-slow","desc":"slow","timeout_ms":20000,"budget":{"max_tokens":500,"detail_level":"full"},"cap":"a2a.up.slow","in":{"text":"wait"}}},"id":6}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+alice)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				done <- err.Error()
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			done <- string(b)
+		}()
+		for !strings.Contains(fmt.Sprint(call(`{"jsonrpc":"2.0","method":"nekte.task.status","params":{"task_id":"up-slow"},"id":7}`)), "started") {
+			if ctx.Err() != nil {
+				t.Fatal("the slow task did not start")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if out, m := call(`{"jsonrpc":"2.0","method":"nekte.task.cancel","params":{"task_id":"up-slow"},"id":8}`); m["error"] != nil {
+			t.Fatalf("cancel: %s", out)
+		}
+		<-done
+		for {
+			resp, err := http.Get(up.URL + "/seen")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var seen struct {
+				Cancelled []string `json:"cancelled"`
+			}
+			_ = json.NewDecoder(resp.Body).Decode(&seen)
+			_ = resp.Body.Close()
+			if len(seen.Cancelled) == 1 {
+				return
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the agent saw no CancelTask: %v", seen)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
