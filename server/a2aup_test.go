@@ -35,6 +35,7 @@ routing:
     agents:
       - {name: up, card_url: %[2]q, card_refresh: 1m}
 nekte: {}
+a2a: {}
 `
 
 // TestA2AUpstreamWithTheSDKServer reaches an @a2a-js/sdk agent (internal/a2aclient's
@@ -98,6 +99,18 @@ func TestA2AUpstreamWithTheSDKServer(t *testing.T) {
 		}
 		if claims["iss"] != "gatehouse" || claims["sub"] != "alice" || fmt.Sprint(claims["aud"]) != "up" && fmt.Sprint(claims["aud"]) != "[up]" {
 			t.Fatalf("hop token claims %v", claims)
+		}
+	})
+
+	t.Run("the gateway's A2A face", func(t *testing.T) {
+		status, _, card := getCard(t, ts, "/.well-known/agent-card.json", "")
+		if status != http.StatusOK || !strings.Contains(card, `"id":"a2a.up.echo"`) || !strings.Contains(card, ts.base+"/a2a") {
+			t.Fatalf("card %d %s", status, card)
+		}
+		status, _, out := ts.a2aPost(alice, "1.0", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":`+
+			`{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"through the face"}],"metadata":{"skill":"a2a.up.echo"}}}}`)
+		if status != http.StatusOK || !strings.Contains(out, "TASK_STATE_COMPLETED") || !strings.Contains(out, "echo: through the face") {
+			t.Fatalf("SendMessage through the face: %d %s", status, out)
 		}
 	})
 

@@ -31,8 +31,9 @@ import (
 // tells the agent how long that is.
 const TimeoutHeader = "A2A-Request-Timeout-Ms"
 
-// Input is the input of a skill's capability: text becomes a text part of the message,
-// data a data part (application/json); at least one is given.
+// Input is the input of a skill's capability: text (required) becomes a text part of the
+// message, data (optional) a data part (application/json). Text being the one required
+// string, the gateway's A2A face fills it from a text message.
 type Input struct {
 	Text *string         `json:"text,omitempty"`
 	Data json.RawMessage `json:"data,omitempty"`
@@ -41,7 +42,7 @@ type Input struct {
 // InputSchema is the JSON Schema of Input.
 const InputSchema = `{"type":"object","properties":{"text":{"type":"string","description":"Sent to the agent as a text part"},` +
 	`"data":{"description":"Sent to the agent as a data part (application/json)"}},` +
-	`"anyOf":[{"required":["text"]},{"required":["data"]}],"additionalProperties":false}`
+	`"required":["text"],"additionalProperties":false}`
 
 // OutputSchema is the JSON Schema of a call's result (Output).
 const OutputSchema = `{"type":"object","properties":{"task_id":{"type":"string"},"context_id":{"type":"string"},` +
@@ -137,8 +138,8 @@ func parseInput(params json.RawMessage) (Input, *gateway.Error) {
 	var in Input
 	dec := json.NewDecoder(bytes.NewReader(params))
 	dec.DisallowUnknownFields()
-	if len(bytes.TrimSpace(params)) == 0 || dec.Decode(&in) != nil || (in.Text == nil && len(in.Data) == 0) {
-		return in, gateway.Errorf(schemas.CodeInvalidParams, "params must be an object with text (a string) and/or data (any JSON value), and nothing else").
+	if len(bytes.TrimSpace(params)) == 0 || dec.Decode(&in) != nil || in.Text == nil {
+		return in, gateway.Errorf(schemas.CodeInvalidParams, "params must be an object with text (a string) and optionally data (any JSON value), and nothing else").
 			With("path", "params")
 	}
 	return in, nil

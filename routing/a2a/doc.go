@@ -20,8 +20,8 @@
 //
 // # Calls
 //
-// A call's params are {text, data}: text becomes a text part of the message, data a data
-// part; the message's metadata names the skill (skillId). The request carries the hop
+// A call's params are {text, data}: text (required) becomes a text part of the message,
+// data (optional) a data part; the message's metadata names the skill (skillId). The request carries the hop
 // credential (downstream_token: a minted token by default, passthrough or none) as
 // Authorization: Bearer, the W3C trace context of the call's client span (traceparent,
 // tracestate), A2A-Version: 1.0 when the card's interface is 1.0 (the 0.3 method names and

@@ -166,6 +166,7 @@ func TestInvokeRefusals(t *testing.T) {
 		{"unknown skill", "a2a.fake.nope", `{"text":"x"}`, schemas.CodeMethodNotFound},
 		{"no params", "a2a.fake.echo", ``, schemas.CodeInvalidParams},
 		{"neither text nor data", "a2a.fake.echo", `{}`, schemas.CodeInvalidParams},
+		{"data without text", "a2a.fake.echo", `{"data":{"a":1}}`, schemas.CodeInvalidParams},
 		{"unknown member", "a2a.fake.echo", `{"text":"x","extra":1}`, schemas.CodeInvalidParams},
 		{"text not a string", "a2a.fake.echo", `{"text":1}`, schemas.CodeInvalidParams},
 	} {
