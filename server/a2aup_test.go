@@ -8,11 +8,14 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/internal/a2aclient"
 )
@@ -36,6 +39,7 @@ routing:
       - {name: up, card_url: %[2]q, card_refresh: 1m}
 nekte: {}
 a2a: {}
+mcp_face: {}
 `
 
 // TestA2AUpstreamWithTheSDKServer reaches an @a2a-js/sdk agent (internal/a2aclient's
@@ -111,6 +115,48 @@ func TestA2AUpstreamWithTheSDKServer(t *testing.T) {
 			`{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"through the face"}],"metadata":{"skill":"a2a.up.echo"}}}}`)
 		if status != http.StatusOK || !strings.Contains(out, "TASK_STATE_COMPLETED") || !strings.Contains(out, "echo: through the face") {
 			t.Fatalf("SendMessage through the face: %d %s", status, out)
+		}
+	})
+
+	t.Run("the MCP face", func(t *testing.T) {
+		c := faceClientAs(t, ts.base+"/mcp", alice)
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tool := range list.Tools {
+			names = append(names, tool.Name)
+		}
+		if !slices.Contains(names, "a2a.up.stream") || !slices.Contains(names, "a2a.up.echo") {
+			t.Fatalf("tools %v", names)
+		}
+		var mu sync.Mutex
+		var progress []string
+		c.OnNotification(func(n mcp.JSONRPCNotification) {
+			if n.Method == "notifications/progress" {
+				mu.Lock()
+				progress = append(progress, fmt.Sprint(n.Params.AdditionalFields["message"]))
+				mu.Unlock()
+			}
+		})
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "a2a.up.stream"
+		req.Params.Arguments = map[string]any{"text": "over mcp"}
+		req.Params.Meta = &mcp.Meta{ProgressToken: "p-1"}
+		res, err := c.CallTool(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.IsError || len(res.Content) == 0 || !strings.Contains(fmt.Sprint(res.Content[0]), "done streaming") {
+			t.Fatalf("result %+v", res)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !slices.Contains(progress, "step 1") || !slices.Contains(progress, "step 3") {
+			t.Fatalf("progress messages %q", progress)
 		}
 	})
 
