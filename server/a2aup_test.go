@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/internal/a2aclient"
+	"github.com/gatehouse-dev/gatehouse/internal/otelstack"
 )
 
 // a2aUpConfig routes the upstream agent of upstream.mjs (%[2]s: its base URL) as the A2A
@@ -231,4 +232,78 @@ func TestA2AUpstreamWithTheSDKServer(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	})
+}
+
+// TestA2AUpstreamTraceInJaeger: one trace from the client through the gateway to the
+// upstream agent. The client is the test, whose span is the traceparent it sends; Jaeger
+// (internal/otelstack) holds the gateway's ingress span under it and the client span of
+// the hop to the agent under that; the agent (upstream.mjs, which runs no OTel SDK)
+// reports the traceparent it received: the same trace, with the hop's span as parent.
+func TestA2AUpstreamTraceInJaeger(t *testing.T) {
+	tools := a2aclient.Default()
+	if err := tools.Check(); err != nil {
+		if errors.Is(err, a2aclient.ErrNotInstalled) && os.Getenv("CONFORMANCE_REQUIRED") != "1" {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	j := otelstack.StartJaeger(t)
+	up, err := tools.StartUpstream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = up.Close() }()
+	ts := start(t, fmt.Sprintf(a2aUpConfig, callerSecret, up.URL)+fmt.Sprintf(
+		"tracing: {endpoint: %q, protocol: grpc, insecure: true, export_interval: 50ms}\n", j.OTLPGRPC), nil)
+	alice := callerToken(t, "alice", "agents")
+	const traceID, clientSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	var out string
+	var h http.Header
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		_, h, out = ts.post(`{"jsonrpc":"2.0","method":"a2a.up.echo","params":{"text":"traced"},"id":1}`,
+			"Authorization", "Bearer "+alice, "traceparent", "00-"+traceID+"-"+clientSpan+"-01")
+		if strings.Contains(out, "echo: traced") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var resp struct {
+		Result struct {
+			Artifacts []struct {
+				Parts []struct {
+					Data struct {
+						Traceparent string `json:"traceparent"`
+					} `json:"data"`
+				} `json:"parts"`
+			} `json:"artifacts"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(out), &resp); err != nil || len(resp.Result.Artifacts) == 0 || len(resp.Result.Artifacts[0].Parts) < 2 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got := h.Get("X-Trace-Id"); got != traceID {
+		t.Fatalf("X-Trace-Id %q, want the client's trace %s", got, traceID)
+	}
+	seen := strings.Split(resp.Result.Artifacts[0].Parts[1].Data.Traceparent, "-")
+	if len(seen) != 4 || seen[1] != traceID {
+		t.Fatalf("the agent received traceparent %q, want trace %s", resp.Result.Artifacts[0].Parts[1].Data.Traceparent, traceID)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	spans, err := j.WaitForTrace(ctx, traceID, 2)
+	if err != nil {
+		t.Fatalf("%v: %+v", err, spans)
+	}
+	var ingress, hop *otelstack.Span
+	for i, s := range spans {
+		switch {
+		case s.Name == "http a2a.up.echo":
+			ingress = &spans[i]
+		case strings.HasPrefix(s.Name, "a2a SendMessage echo"):
+			hop = &spans[i]
+		}
+	}
+	if ingress == nil || hop == nil || ingress.ParentSpanID != clientSpan || hop.ParentSpanID != ingress.SpanID || seen[2] != hop.SpanID {
+		t.Fatalf("spans in Jaeger %+v; the agent's parent span %s", spans, seen[2])
+	}
 }
