@@ -8,7 +8,8 @@
 //   fail    fails with the status message "it broke"
 //   slow    works until cancelled (CancelTask), or 30s
 //
-// GET /seen answers {cancelled: [task ids], headers: [{authorization, traceparent}]}.
+// GET /seen answers {cancelled: [task ids], headers: [{authorization, traceparent}]} (the last
+// 100 requests').
 //
 //   node upstream.mjs      prints {"url": "http://127.0.0.1:<port>"} once it listens on loopback
 import express from 'express';
@@ -93,6 +94,7 @@ app.use('/a2a', jsonRpcHandler({
   userBuilder: async (req) => {
     const h = { authorization: req.headers.authorization ?? '', traceparent: req.headers.traceparent ?? '' };
     seen.headers.push(h);
+    if (seen.headers.length > 100) seen.headers.shift(); // the last 100: a benchmark sends many
     return { isAuthenticated: false, userName: JSON.stringify(h) };
   },
 }));
