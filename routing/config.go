@@ -126,6 +126,9 @@ type BuildOptions struct {
 	GRPC func(grpcbackend.Config, *slog.Logger, func() time.Time) (*grpcbackend.Backend, error)
 	// A2AObserver is told of the A2A agents' card fetches (nil: none).
 	A2AObserver a2a.Observer
+	// A2APrevious are the A2A agents of the configuration being replaced (Table.A2A): an
+	// agent whose section is unchanged starts with its card.
+	A2APrevious []*a2a.Target
 }
 
 // DemoMethods returns the methods of the built-in demo target, in the order Build adds
@@ -185,7 +188,13 @@ func Build(cfg Config, opts BuildOptions) (tb *Table, err error) {
 	}
 	if c := cfg.A2A; c != nil {
 		for _, ac := range c.Agents {
-			t, err := a2a.New(ac, a2a.Options{Logger: opts.Logger.With("component", "a2a"), Observer: opts.A2AObserver})
+			var seed *a2a.Target
+			for _, p := range opts.A2APrevious {
+				if p.Config().Name == ac.Name {
+					seed = p
+				}
+			}
+			t, err := a2a.New(ac, a2a.Options{Logger: opts.Logger.With("component", "a2a"), Observer: opts.A2AObserver, Seed: seed})
 			if err != nil {
 				return tb, fmt.Errorf("routing a2a: %w", err)
 			}

@@ -124,8 +124,11 @@ func (tb *Table) Agents() *agentlink.Target {
 }
 
 // A2A returns the upstream A2A agents' targets the table routes, ordered by name (the MCP
-// face lists their skills as tools); nil when there are none.
+// face lists their skills as tools); nil when there are none, or tb is nil.
 func (tb *Table) A2A() []*a2a.Target {
+	if tb == nil {
+		return nil
+	}
 	var out []*a2a.Target
 	for _, t := range tb.Targets() {
 		if at, ok := t.(*a2a.Target); ok {

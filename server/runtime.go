@@ -120,7 +120,8 @@ func buildRuntime(cfg *Config, pre *compiled, p process, prev *runtime) (*runtim
 	table, err := routing.Build(cfg.Routing, routing.BuildOptions{Logger: log, Now: now,
 		MCP: append(routes.Options(), mcpbackend.WithSessionStarted(m.UpstreamStarted), mcpbackend.CarryOver(routing.MCPOf(prev.tableOrNil())),
 			mcpbackend.WithStore(p.kv)),
-		Demo: func(c routing.DemoConfig) gateway.Target { return demo.NewSpec(c) }, GRPC: prev.tableOrNil().RenewGRPC})
+		Demo: func(c routing.DemoConfig) gateway.Target { return demo.NewSpec(c) }, GRPC: prev.tableOrNil().RenewGRPC,
+		A2APrevious: prev.tableOrNil().A2A()})
 	if err != nil {
 		return nil, errors.Join(err, authn.Close())
 	}

@@ -16,7 +16,9 @@
 // card_signature (jwks_file, or jwks_url fetched with every card) is refused, and so is
 // an unsigned card under require_signed_card; a refused card is logged, counted
 // (Target.CardFailures, the Observer) and leaves the last good card serving. Until a card
-// is loaded, the agent has no skills and its calls fail with UNAVAILABLE (not sent).
+// is loaded, the agent has no skills and its calls fail with UNAVAILABLE (not sent). On a
+// reload, an agent whose section is unchanged starts with the card of the configuration it
+// replaces (Options.Seed), so its skills do not blink out.
 //
 // # Calls
 //
@@ -35,7 +37,8 @@
 // each status update is a progress report carrying the status message's text, each
 // artifact update one naming the artifact (chunks are appended), and the stream ends at
 // the terminal state. Cancelling the call (nekte.task.cancel, an MCP cancellation, the
-// deadline) sends CancelTask for the task, bounded by cancel_timeout.
+// deadline) sends CancelTask for the task, bounded by cancel_timeout — once the agent has
+// named it: a SendMessage cut short before its answer cannot name the task to cancel.
 //
 // The result is {task_id, context_id, state, text, artifacts}: text joins the text parts
 // of the artifacts (or of the agent's message, state "message"). A task that ends

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,10 @@ type Observer interface {
 type Options struct {
 	Logger   *slog.Logger
 	Observer Observer
+	// Seed is the target of the same agent in the configuration being replaced: when its
+	// section is unchanged, the new target starts with its card (a reload does not leave
+	// the agent without skills until the next fetch).
+	Seed *Target
 }
 
 // Target is one upstream A2A agent: its card's skills are methods under its prefix, each
@@ -84,6 +89,12 @@ func New(cfg Config, opts Options) (*Target, error) {
 			return http.ErrUseLastResponse // a redirect would carry the hop token elsewhere
 		}},
 		stop: make(chan struct{}),
+	}
+	if sd := opts.Seed; sd != nil && reflect.DeepEqual(sd.cfg, cfg) {
+		if c := sd.card.Load(); c != nil {
+			t.card.Store(c)
+			t.gen.Store(sd.gen.Load())
+		}
 	}
 	t.wg.Add(1)
 	go t.refresh()

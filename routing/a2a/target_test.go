@@ -347,3 +347,32 @@ func TestDeadlineBoundsTheCall(t *testing.T) {
 		t.Fatalf("timeout header %q, want at most 150 ms", ms)
 	}
 }
+
+// TestSeedCarriesTheCard: a target built for an unchanged section (a reload) starts with
+// the card of the one it replaces; a changed section fetches its own.
+func TestSeedCarriesTheCard(t *testing.T) {
+	a := newAgent(t)
+	a.setCard(a.card10(false, "echo"))
+	old := start(t, a, nil)
+	a.setCard(nil) // the agent is down at the reload: the card cannot be fetched again
+	for _, tc := range []struct {
+		name  string
+		cfg   a2a.Config
+		ready bool
+	}{
+		{"unchanged", a2a.Config{Name: "fake", CardURL: a.srv.URL}, true},
+		{"changed", a2a.Config{Name: "fake", CardURL: a.srv.URL, RequestTimeout: time.Second}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg, err := a2a.New(tc.cfg, a2a.Options{Seed: old})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = tg.Close() }()
+			skills, _ := tg.Skills()
+			if (tg.Ready(context.Background()) == nil) != tc.ready || (len(skills) == 1) != tc.ready {
+				t.Fatalf("ready %v, skills %+v", tg.Ready(context.Background()), skills)
+			}
+		})
+	}
+}
