@@ -87,6 +87,12 @@ func TestA2AUpstreamWithTheSDKServer(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
+	t.Run("card fetches are counted", func(t *testing.T) {
+		if n := ts.scrape()[`gatehouse_a2a_card_fetches_total{agent="up",result="ok"}`]; n < 1 {
+			t.Fatalf("gatehouse_a2a_card_fetches_total ok = %v", n)
+		}
+	})
+
 	t.Run("json-rpc with a minted hop token", func(t *testing.T) {
 		_, m := call(`{"jsonrpc":"2.0","method":"a2a.up.echo","params":{"text":"hello"},"id":2}`)
 		res, _ := m["result"].(map[string]any)
