@@ -53,6 +53,7 @@ type Metrics struct {
 	streams      *prometheus.GaugeVec
 
 	upstreamStarts *prometheus.CounterVec
+	a2aCards       *prometheus.CounterVec // a2a.go
 	queueWait      *prometheus.HistogramVec
 	admissionRej   *prometheus.CounterVec
 	rateLimitRej   *prometheus.CounterVec
@@ -109,6 +110,8 @@ func NewMetrics() *Metrics {
 	m.agentGaps = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gatehouse_agent_heartbeat_gap_seconds",
 		Help: "Time between two messages of a connected agent (its heartbeats or any other), and the silence that ends a connection.", Buckets: DurationBuckets})
 	m.reg.MustRegister(m.agentTasks, m.agentGaps, m.a2aPush)
+	m.a2aCards = counterVec("gatehouse_a2a_card_fetches_total", "Card fetches of upstream A2A agents, by agent and result (ok, fetch, signature, invalid).", "agent", "result")
+	m.reg.MustRegister(m.a2aCards)
 	m.reg.MustRegister(m.requests, m.errors, m.duration, m.transcodes, m.transcodeDur, m.toolCalls, m.streams,
 		m.upstreamStarts, m.queueWait, m.admissionRej, m.rateLimitRej, m.retries, m.tokensMinted, m.tokensVerified, m.reloads, m.tasks,
 		gaugeCollector{m}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/routing/a2a"
 	"github.com/gatehouse-dev/gatehouse/routing/grpcbackend"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
 )
@@ -20,11 +21,20 @@ type Config struct {
 	GRPC []grpcbackend.Config `yaml:"grpc" json:"grpc,omitempty"`
 	// MCP bridges upstream MCP servers: their tools become methods under a namespace.
 	MCP *MCPConfig `yaml:"mcp" json:"mcp,omitempty"`
+	// A2A lists upstream A2A agents: each skill of an agent's card becomes a capability
+	// and a method under the agent's prefix.
+	A2A *A2AConfig `yaml:"a2a" json:"a2a,omitempty"`
+}
+
+// A2AConfig is the routing.a2a section.
+type A2AConfig struct {
+	// Agents are the upstream A2A agents, by card URL.
+	Agents []a2a.Config `yaml:"agents" json:"agents"`
 }
 
 // BackendNames returns the names the targets of c give their backends
 // (gateway.BackendOf): a gRPC backend's name, an MCP server's as
-// mcpbackend.BackendPrefix + its name.
+// mcpbackend.BackendPrefix + its name, an A2A agent's as a2a.BackendPrefix + its name.
 func (c Config) BackendNames() map[string]bool {
 	known := make(map[string]bool)
 	for _, b := range c.GRPC {
@@ -33,6 +43,11 @@ func (c Config) BackendNames() map[string]bool {
 	if m := c.MCP; m != nil {
 		for _, s := range m.Servers {
 			known[mcpbackend.BackendPrefix+s.Name] = true
+		}
+	}
+	if c.A2A != nil {
+		for _, a := range c.A2A.Agents {
+			known[a2a.BackendPrefix+a.Name] = true
 		}
 	}
 	return known
@@ -109,6 +124,11 @@ type BuildOptions struct {
 	// over on a reload (shared, not reconnected). Build closes what it returns if the
 	// table cannot be built, like what it makes itself.
 	GRPC func(grpcbackend.Config, *slog.Logger, func() time.Time) (*grpcbackend.Backend, error)
+	// A2AObserver is told of the A2A agents' card fetches (nil: none).
+	A2AObserver a2a.Observer
+	// A2APrevious are the A2A agents of the configuration being replaced (Table.A2A): an
+	// agent whose section is unchanged starts with its card.
+	A2APrevious []*a2a.Target
 }
 
 // DemoMethods returns the methods of the built-in demo target, in the order Build adds
@@ -164,6 +184,24 @@ func Build(cfg Config, opts BuildOptions) (tb *Table, err error) {
 		if err := tb.AddPrefix(m.namespace(), t); err != nil {
 			_ = t.Close()
 			return tb, fmt.Errorf("routing mcp: %w", err)
+		}
+	}
+	if c := cfg.A2A; c != nil {
+		for _, ac := range c.Agents {
+			var seed *a2a.Target
+			for _, p := range opts.A2APrevious {
+				if p.Config().Name == ac.Name {
+					seed = p
+				}
+			}
+			t, err := a2a.New(ac, a2a.Options{Logger: opts.Logger.With("component", "a2a"), Observer: opts.A2AObserver, Seed: seed})
+			if err != nil {
+				return tb, fmt.Errorf("routing a2a: %w", err)
+			}
+			if err := tb.AddPrefix(t.Prefix(), t); err != nil {
+				_ = t.Close()
+				return tb, fmt.Errorf("routing a2a: %w", err)
+			}
 		}
 	}
 	newGRPC := opts.GRPC
@@ -241,6 +279,16 @@ func (c Config) Validate() error {
 		}
 		if err := claim("method prefix", m.namespace(), "mcp"); err != nil {
 			return err
+		}
+	}
+	if c.A2A != nil {
+		if err := a2a.ValidateAll(c.A2A.Agents); err != nil {
+			return fmt.Errorf("a2a: %w", err)
+		}
+		for _, a := range c.A2A.Agents {
+			if err := claim("method prefix", a.WithDefaults().Prefix, a2a.BackendPrefix+a.Name); err != nil {
+				return err
+			}
 		}
 	}
 	names := map[string]bool{}

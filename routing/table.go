@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/routing/a2a"
 	"github.com/gatehouse-dev/gatehouse/routing/agentlink"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -120,6 +121,21 @@ func (tb *Table) Agents() *agentlink.Target {
 		}
 	}
 	return nil
+}
+
+// A2A returns the upstream A2A agents' targets the table routes, ordered by name (the MCP
+// face lists their skills as tools); nil when there are none, or tb is nil.
+func (tb *Table) A2A() []*a2a.Target {
+	if tb == nil {
+		return nil
+	}
+	var out []*a2a.Target
+	for _, t := range tb.Targets() {
+		if at, ok := t.(*a2a.Target); ok {
+			out = append(out, at)
+		}
+	}
+	return out
 }
 
 // Route is the routing stage: it sets call.Target from the table, or fails the call with

@@ -16,6 +16,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/routing"
+	"github.com/gatehouse-dev/gatehouse/routing/a2a"
 	"github.com/gatehouse-dev/gatehouse/routing/agentlink"
 	"github.com/gatehouse-dev/gatehouse/routing/capability"
 	"github.com/gatehouse-dev/gatehouse/routing/capability/openrpc"
@@ -120,7 +121,8 @@ func buildRuntime(cfg *Config, pre *compiled, p process, prev *runtime) (*runtim
 	table, err := routing.Build(cfg.Routing, routing.BuildOptions{Logger: log, Now: now,
 		MCP: append(routes.Options(), mcpbackend.WithSessionStarted(m.UpstreamStarted), mcpbackend.CarryOver(routing.MCPOf(prev.tableOrNil())),
 			mcpbackend.WithStore(p.kv)),
-		Demo: func(c routing.DemoConfig) gateway.Target { return demo.NewSpec(c) }, GRPC: prev.tableOrNil().RenewGRPC})
+		Demo: func(c routing.DemoConfig) gateway.Target { return demo.NewSpec(c) }, GRPC: prev.tableOrNil().RenewGRPC,
+		A2APrevious: prev.tableOrNil().A2A(), A2AObserver: a2aObserver(m)})
 	if err != nil {
 		return nil, errors.Join(err, authn.Close())
 	}
@@ -254,3 +256,11 @@ func (rt *runtime) Authenticator() gateway.Authenticator { return rt.auth }
 func (rt *runtime) Release() { rt.release() }
 
 var _ faces.Runtime = (*runtime)(nil)
+
+// a2aObserver is the observer of the A2A agents' card fetches: the metrics, none without.
+func a2aObserver(m *observability.Metrics) a2a.Observer {
+	if m == nil {
+		return nil
+	}
+	return m
+}

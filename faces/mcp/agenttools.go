@@ -51,6 +51,7 @@ func (f *Face) setTools() {
 			tools = append(tools, mcpserver.ServerTool{Tool: agentTool(op), Handler: f.callAgentTool(op.Method)})
 		}
 	}
+	tools = f.a2aTools(tools, names, agentNames) // the upstream A2A agents' skills (a2atools.go)
 	f.agentNames.Store(&agentNames)
 	f.srv.SetTools(tools...)
 	f.lists.invalidate() // the tools changed: a new catalog version
@@ -61,7 +62,7 @@ func (f *Face) setTools() {
 func (f *Face) refreshAgentTools() {
 	f.toolsMu.Lock()
 	defer f.toolsMu.Unlock()
-	if f.agents != nil && f.agents.Hub().Generation() != f.agentGen {
+	if (f.agents != nil && f.agents.Hub().Generation() != f.agentGen) || f.a2aChanged() {
 		f.setTools()
 	}
 }

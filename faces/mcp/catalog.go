@@ -2,6 +2,7 @@ package mcpface
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -15,6 +16,7 @@ func (f *Face) Sync() {
 	rt := f.gw.Acquire()
 	target := rt.Table().MCP()
 	agents := rt.Table().Agents()
+	upstreams := rt.Table().A2A()
 	rt.Release()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -24,7 +26,9 @@ func (f *Face) Sync() {
 	if agentsChanged {
 		f.watchAgents()
 	}
-	if target == f.bound && agentsChanged {
+	upstreamsChanged := !slices.Equal(upstreams, f.upstreams)
+	f.upstreams = upstreams
+	if target == f.bound && (agentsChanged || upstreamsChanged) {
 		f.setTools()
 	}
 	f.toolsMu.Unlock()

@@ -18,6 +18,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/resilience"
+	"github.com/gatehouse-dev/gatehouse/routing/a2a"
 	"github.com/gatehouse-dev/gatehouse/routing/agentlink"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -53,6 +54,8 @@ type Face struct {
 	agentGen   uint64                          // the agents' operator generation published
 	agentNames atomic.Pointer[map[string]bool] // the agent operators' tool names published
 	agentWatch func()                          // stops following the agents' hub (OnChange); guarded by toolsMu
+	upstreams  []*a2a.Target                   // the upstream A2A agents, whose skills are tools too (a2atools.go)
+	a2aGen     uint64                          // the sum of their skill generations published
 
 	changeDelay time.Duration // mcp_face.tools_changed_delay
 	changeMu    sync.Mutex

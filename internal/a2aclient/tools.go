@@ -105,10 +105,26 @@ type Server struct {
 // StartServer starts server.mjs on loopback (the script of this checkout, copied beside
 // the SDK) and returns once it listens. Stop it with Close.
 func (t Tools) StartServer() (*Server, error) {
-	if err := t.install("server.mjs"); err != nil {
+	s, err := t.start("server.mjs")
+	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("node", filepath.Join(t.Dir, "server.mjs")) //nolint:gosec // the pinned script of the test's own tools dir
+	s.URL += "/a2a"
+	return s, nil
+}
+
+// StartUpstream starts upstream.mjs on loopback: an SDK agent with the skills echo,
+// stream, fail and slow, run as an upstream behind the gateway. Its URL is its base (the
+// card is at /.well-known/agent-card.json, what it saw at /seen). Stop it with Close.
+func (t Tools) StartUpstream() (*Server, error) { return t.start("upstream.mjs") }
+
+// start runs the script name (copied beside the SDK) and returns once it prints where
+// it listens; URL is that base URL.
+func (t Tools) start(name string) (*Server, error) {
+	if err := t.install(name); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("node", filepath.Join(t.Dir, name)) //nolint:gosec // the pinned script of the test's own tools dir
 	cmd.Dir = t.Dir
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -131,9 +147,9 @@ func (t Tools) StartServer() (*Server, error) {
 	}
 	if err != nil {
 		_ = s.Close()
-		return nil, fmt.Errorf("server.mjs did not say where it listens: %q, %w", line, err)
+		return nil, fmt.Errorf("%s did not say where it listens: %q, %w", name, line, err)
 	}
-	s.URL = addr.URL + "/a2a"
+	s.URL = addr.URL
 	return s, nil
 }
 

@@ -2,6 +2,7 @@ package capability
 
 import (
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/routing/a2a"
 	"github.com/gatehouse-dev/gatehouse/routing/agentlink"
 	"github.com/gatehouse-dev/gatehouse/routing/grpcbackend"
 	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend"
@@ -27,7 +28,7 @@ type Provider interface {
 
 // SourcesOf returns a source for each target that has capabilities: MCP bridges
 // (*mcpbackend.Target), gRPC backends (*grpcbackend.Backend), the agent link
-// (*agentlink.Target) and Providers. Other targets are left out.
+// (*agentlink.Target), upstream A2A agents (*a2a.Target) and Providers. Other targets are left out.
 func SourcesOf(targets []gateway.Target) []Source {
 	var out []Source
 	for _, t := range targets {
@@ -38,6 +39,8 @@ func SourcesOf(targets []gateway.Target) []Source {
 			out = append(out, GRPCSource(t))
 		case *agentlink.Target:
 			out = append(out, AgentSource(t))
+		case *a2a.Target:
+			out = append(out, A2ASource(t))
 		case Provider:
 			out = append(out, Static(t.Capabilities()...))
 		}
