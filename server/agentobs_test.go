@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,8 +16,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/demo"
 )
 
-// agentObsConfig: the agent link with fast heartbeats, every call in the access log, and
-// tracing to an in-memory exporter.
+// agentObsConfig: the agent link with heartbeats (an agent lapses after 2s of silence, well
+// above a loaded machine's scheduling delays), a dispatch timeout an answering agent meets
+// on a loaded machine, every call in the access log, and tracing to an in-memory exporter.
 const agentObsConfig = `
 server:
   boundary: {addr: "127.0.0.1:0"}
@@ -26,9 +28,9 @@ server:
 auth:
   anonymous: {}
 agents:
-  heartbeat_interval: 50ms
-  missed_heartbeats: 3
-  dispatch_timeout: 300ms
+  heartbeat_interval: 250ms
+  missed_heartbeats: 8
+  dispatch_timeout: 2s
   auth: {allow_loopback_anonymous: true}
 log: {level: debug, access: {enabled: true, sample_ratio: 1}}
 tracing: {export_interval: 10ms}
@@ -67,14 +69,14 @@ func TestAgentObservability(t *testing.T) {
 		code            int
 	}{
 		{`{"text":"hello"}`, "ok", 0},
-		{`{"ms":2000}`, "timeout", 1004},
+		{`{"ms":60000}`, "timeout", 1004}, // the agent stops at the task's timeout
 	} {
 		method := "agent.sha256"
 		if tc.outcome == "timeout" {
 			method = "agent.sleep"
 		}
 		_, _, body := ts.post(`{"jsonrpc":"2.0","method":"` + method + `","params":` + tc.params + `,"id":1}`)
-		if tc.code == 0 && !strings.Contains(body, `"agent":"obs-1"`) || tc.code != 0 && !strings.Contains(body, `"code":`) {
+		if tc.code == 0 && !strings.Contains(body, `"agent":"obs-1"`) || tc.code != 0 && !strings.Contains(body, fmt.Sprintf(`"code":%d`, tc.code)) {
 			t.Fatalf("%s: %s", method, body)
 		}
 	}

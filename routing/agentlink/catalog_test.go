@@ -44,7 +44,10 @@ func waitListing(t *testing.T, h *agentlink.Hub, op string, check func(agentlink
 func TestSharedCatalogListsOtherReplicasOperators(t *testing.T) {
 	store := state.NewEmbedded(state.EmbeddedOptions{})
 	t.Cleanup(func() { _ = store.Close() })
-	a, b, c := startReplica(t, store), startReplica(t, store), startReplica(t, store)
+	// Nothing here may lapse: the agents answer heartbeats, and the replicas' entries outlive
+	// a loaded machine's scheduling delays.
+	cfg := steadyConfig()
+	a, b, c := startReplicaCfg(t, store, cfg), startReplicaCfg(t, store, cfg), startReplicaCfg(t, store, cfg)
 	var changes atomic.Int32
 	stop := b.hub.OnChange(func() { changes.Add(1) })
 	defer stop()
@@ -52,22 +55,26 @@ func TestSharedCatalogListsOtherReplicasOperators(t *testing.T) {
 
 	onA := connect(t, a.addr, "", descriptor("on-a"))
 	onA.welcome()
+	onA.serveEcho()
 	waitAgents(t, a.hub, 1)
 	o := waitListing(t, b.hub, "echo", func(_ agentlink.OperatorInfo, ok bool) bool { return ok })
 	if !o.Remote || o.Method != "agent.echo" || !slices.Equal(o.Agents, []string{"on-a"}) || o.Description != "Echoes its text." ||
 		len(o.Input) == 0 || len(o.Output) == 0 {
 		t.Fatalf("B lists %+v", o)
 	}
-	if b.hub.Generation() == gen || changes.Load() == 0 {
+	// The listing is published before the goroutine that changed it tells the listeners.
+	if b.hub.Generation() == gen || !eventually(func() bool { return changes.Load() > 0 }) {
 		t.Fatalf("B's generation %d (was %d), %d changes told", b.hub.Generation(), gen, changes.Load())
 	}
 
 	// Offered by agents on A and C, and on B itself: one listing, every agent named, local.
 	onC := connect(t, c.addr, "", descriptor("on-c"))
 	onC.welcome()
+	onC.serveEcho()
 	waitListing(t, b.hub, "echo", func(o agentlink.OperatorInfo, _ bool) bool { return slices.Equal(o.Agents, []string{"on-a", "on-c"}) })
 	onB := connect(t, b.addr, "", descriptor("on-b"))
 	onB.welcome()
+	onB.serveEcho()
 	o = waitListing(t, b.hub, "echo", func(o agentlink.OperatorInfo, _ bool) bool { return len(o.Agents) == 3 })
 	if o.Remote || !slices.Equal(o.Agents, []string{"on-a", "on-b", "on-c"}) {
 		t.Fatalf("B lists %+v", o)
@@ -83,9 +90,19 @@ func TestSharedCatalogListsOtherReplicasOperators(t *testing.T) {
 	before := changes.Load()
 	onA.close()
 	waitListing(t, b.hub, "echo", func(_ agentlink.OperatorInfo, ok bool) bool { return !ok })
-	if changes.Load() == before {
+	if !eventually(func() bool { return changes.Load() != before }) {
 		t.Fatal("B's listeners were not told the operator left")
 	}
+}
+
+// eventually says whether cond holds within 10s.
+func eventually(cond func() bool) bool {
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
 }
 
 // TestSharedCatalogLapsesWithItsReplica: a replica that dies leaves the others' catalogs

@@ -70,6 +70,10 @@ type task struct {
 	agent       *agent
 	spec        *operatorSpec
 	progress    func(gateway.Progress)
+	// timeout is the task's timeout and deadline when it ends (the wait's timer fires then):
+	// a result handled later is late, and the task timed out.
+	timeout  time.Duration
+	deadline time.Time
 
 	done    chan struct{}
 	once    sync.Once
@@ -169,6 +173,7 @@ func (h *Hub) await(ctx context.Context, a *agent, spec *operatorSpec, t Task, i
 	if err != nil {
 		return nil, err
 	}
+	tk.timeout, tk.deadline = timeout, time.Now().Add(timeout)
 	if !a.add(tk) {
 		return nil, errGone(tk, "the agent disconnected before the task was sent")
 	}
@@ -351,6 +356,13 @@ func (a *agent) onResult(m *agentlinkv1.TaskResult) error {
 		return nil
 	case t == nil:
 		return breach("a result for task %q, which it was never given", clipText(m.GetTaskId(), 64))
+	}
+	if !t.deadline.IsZero() && time.Now().After(t.deadline) {
+		// The task's timeout passed before its result came: it timed out, however late the
+		// waiting goroutine runs on a loaded machine (an agent that stops at the deadline it
+		// was sent reports a failure just after it).
+		t.finish(nil, errTimeout(t, t.timeout.Milliseconds()))
+		return nil
 	}
 	if m.GetStatus() == agentlinkv1.TaskStatus_TASK_STATUS_FAILED {
 		t.finish(nil, errFailed(t, m.GetDiagnostics()))

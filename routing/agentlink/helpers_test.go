@@ -63,6 +63,16 @@ func fastConfig() agentlink.Config {
 		Auth: agentlink.AuthConfig{AllowLoopbackAnonymous: true}}
 }
 
+// steadyConfig is fastConfig for tests that need their agents and replicas to stay: an
+// agent (and a replica's registry entries) lapses only after 2s without a message, well
+// above the scheduling delays of a loaded 2-core machine running tests in parallel under
+// -race, where fastConfig's 300ms can pass between two messages of a live agent.
+func steadyConfig() agentlink.Config {
+	cfg := fastConfig()
+	cfg.HeartbeatInterval, cfg.MissedHeartbeats = 250*time.Millisecond, 8
+	return cfg
+}
+
 // startHub serves a hub for cfg on a loopback listener and returns it with the address.
 func startHub(t *testing.T, cfg agentlink.Config) (*agentlink.Hub, string) { return startHubB(t, cfg) }
 

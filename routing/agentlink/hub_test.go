@@ -294,14 +294,20 @@ func TestSilentAgentFailsItsTasksWithinKIntervals(t *testing.T) {
 }
 
 func TestHeartbeatsKeepAnIdleAgent(t *testing.T) {
+	// The silence an agent is allowed (1.5s) is well above a loaded machine's scheduling
+	// delays; the test watches for twice that, so an agent whose heartbeats did not count
+	// would be dropped within it.
 	cfg := fastConfig()
+	cfg.MissedHeartbeats = 15
 	h, addr := startHub(t, cfg)
 	a := connect(t, addr, "all", descriptor("a1"))
 	a.welcome()
-	a.serveEcho() // answers the gateway's heartbeats
-	time.Sleep(10 * cfg.HeartbeatInterval)
-	if len(h.Agents()) != 1 {
-		t.Fatal("an agent answering heartbeats was dropped")
+	a.serveEcho() // answers the gateway's heartbeats, its only messages
+	k := time.Duration(cfg.MissedHeartbeats) * cfg.HeartbeatInterval
+	for end := time.Now().Add(2 * k); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if len(h.Agents()) != 1 {
+			t.Fatal("an agent answering heartbeats was dropped")
+		}
 	}
 }
 
@@ -327,14 +333,19 @@ func TestMisbehavingAgentIsDisconnectedOthersUnaffected(t *testing.T) {
 		}, "second node descriptor"},
 		{"empty message", nil, func(a *testAgent) { a.send(&agentlinkv1.ConnectRequest{}) }, "no member"},
 		{"flood", func(c *agentlink.Config) { c.MaxMessagesPerSecond = 200 }, func(a *testAgent) {
-			for range 2000 {
-				a.beat()
+			// Beats until the gateway ends the stream: however slowly a loaded machine lets
+			// the test send, it outruns 200 a second (the cap is 60s of the limit).
+			beat := &agentlinkv1.ConnectRequest{Message: &agentlinkv1.ConnectRequest_Heartbeat{Heartbeat: &agentlinkv1.Heartbeat{Sequence: 1}}}
+			for range 60 * 200 {
+				if a.stream.Send(beat) != nil {
+					return
+				}
 			}
 		}, "messages per second"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := fastConfig()
+			cfg := steadyConfig() // the bad agent sends nothing until it misbehaves
 			if tt.cfg != nil {
 				tt.cfg(&cfg)
 			}

@@ -74,7 +74,10 @@ func waitRemoteAgents(t *testing.T, h *agentlink.Hub, op string, n int) {
 func TestPeersRedundancyAcrossReplicas(t *testing.T) {
 	store := state.NewEmbedded(state.EmbeddedOptions{})
 	t.Cleanup(func() { _ = store.Close() })
-	a, b, c := startReplica(t, store), startReplica(t, store), startReplica(t, store)
+	// The replicas' entries must not lapse between the listing the test waits for and the
+	// dispatches: they outlive a loaded machine's scheduling delays.
+	cfg := steadyConfig()
+	a, b, c := startReplicaCfg(t, store, cfg), startReplicaCfg(t, store, cfg), startReplicaCfg(t, store, cfg)
 	for _, x := range []struct {
 		r  *replica
 		id string
