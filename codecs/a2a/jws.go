@@ -21,7 +21,8 @@ import (
 // KeySet is a set of public keys by key id, read from a JWK Set (RFC 7517): what verifies
 // a signed agent card or a token a gateway signed.
 type KeySet struct {
-	keys map[string]jwk
+	keys    map[string]jwk
+	unnamed []jwk // keys without a kid, tried for a JWS whose header names none
 }
 
 // jwk is one public key of a KeySet and the algorithm it is limited to ("" for any of its
@@ -44,8 +45,9 @@ var (
 const maxJWSBytes = 64 << 10
 
 // ParseKeySet reads a JWK Set ({"keys": [...]}): OKP Ed25519, EC P-256/P-384/P-521 and
-// RSA public keys with a kid. Keys of other types, keys meant for encryption ("use":
-// "enc") and keys without a kid are skipped; a set with no usable key is an error.
+// RSA public keys. Keys of other types and keys meant for encryption ("use": "enc") are
+// skipped; a key without a kid verifies only a JWS whose header names no kid. A set with no
+// usable key is an error.
 func ParseKeySet(jwks []byte) (KeySet, error) {
 	if len(jwks) > maxJWSBytes {
 		return KeySet{}, fmt.Errorf("%w: larger than %d bytes", ErrKeySet, maxJWSBytes)
@@ -61,7 +63,7 @@ func ParseKeySet(jwks []byte) (KeySet, error) {
 	ks := KeySet{keys: map[string]jwk{}}
 	b64 := base64.RawURLEncoding.DecodeString
 	for _, k := range set.Keys {
-		if k.Kid == "" || k.Use == "enc" {
+		if k.Use == "enc" {
 			continue
 		}
 		var key any
@@ -98,9 +100,13 @@ func ParseKeySet(jwks []byte) (KeySet, error) {
 		default:
 			continue
 		}
+		if k.Kid == "" {
+			ks.unnamed = append(ks.unnamed, jwk{key: key, alg: k.Alg})
+			continue
+		}
 		ks.keys[k.Kid] = jwk{key: key, alg: k.Alg}
 	}
-	if len(ks.keys) == 0 {
+	if ks.Len() == 0 {
 		return KeySet{}, fmt.Errorf("%w: no usable public key", ErrKeySet)
 	}
 	return ks, nil
@@ -109,7 +115,7 @@ func ParseKeySet(jwks []byte) (KeySet, error) {
 var curves = map[string]elliptic.Curve{"P-256": elliptic.P256(), "P-384": elliptic.P384(), "P-521": elliptic.P521()}
 
 // Len returns the number of keys of the set.
-func (ks KeySet) Len() int { return len(ks.keys) }
+func (ks KeySet) Len() int { return len(ks.keys) + len(ks.unnamed) }
 
 // JWSHeader is the protected header of a JWS as this package reads it.
 type JWSHeader struct {
@@ -123,7 +129,8 @@ type JWSHeader struct {
 
 // VerifyJWS verifies the signature (base64url) made with protected (the base64url header)
 // over payload (the raw bytes, which the function encodes itself) with the key of ks the
-// header's kid names, and returns the header. The algorithm must be one this package
+// header's kid names (a header without a kid: with any key of ks the algorithm fits), and
+// returns the header. The algorithm must be one this package
 // verifies (EdDSA, ES256/384/512, RS256/384/512, PS256/384/512) and fit the key; none and
 // HMAC are refused.
 func (ks KeySet) VerifyJWS(protected string, payload []byte, signature string) (JWSHeader, error) {
@@ -141,22 +148,36 @@ func (ks KeySet) VerifyJWS(protected string, payload []byte, signature string) (
 	if len(h.Crit) > 0 {
 		return h, fmt.Errorf("%w: critical header parameters %v are not understood", ErrJWS, h.Crit)
 	}
-	k, ok := ks.keys[h.Kid]
-	if !ok {
-		return h, fmt.Errorf("%w: no key %q in the key set", ErrJWS, h.Kid)
-	}
-	if k.alg != "" && k.alg != h.Alg {
-		return h, fmt.Errorf("%w: key %q is for %s, not %s", ErrJWS, h.Kid, k.alg, h.Alg)
+	candidates := ks.unnamed
+	if h.Kid != "" {
+		k, ok := ks.keys[h.Kid]
+		if !ok {
+			return h, fmt.Errorf("%w: no key %q in the key set", ErrJWS, h.Kid)
+		}
+		if k.alg != "" && k.alg != h.Alg {
+			return h, fmt.Errorf("%w: key %q is for %s, not %s", ErrJWS, h.Kid, k.alg, h.Alg)
+		}
+		candidates = []jwk{k}
+	} else {
+		for _, k := range ks.keys {
+			candidates = append(candidates, k)
+		}
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(signature)
 	if err != nil {
 		return h, fmt.Errorf("%w: signature is not base64url", ErrJWS)
 	}
 	input := []byte(protected + "." + base64.RawURLEncoding.EncodeToString(payload))
-	if err := verify(h.Alg, k.key, input, sig); err != nil {
-		return h, fmt.Errorf("%w: %w", ErrJWS, err)
+	err = fmt.Errorf("no key in the key set fits %s", h.Alg)
+	for _, k := range candidates {
+		if k.alg != "" && k.alg != h.Alg {
+			continue
+		}
+		if err = verify(h.Alg, k.key, input, sig); err == nil {
+			return h, nil
+		}
 	}
-	return h, nil
+	return h, fmt.Errorf("%w: %w", ErrJWS, err)
 }
 
 // VerifyCompact verifies a compact JWS (a JWT: header.payload.signature) with ks and

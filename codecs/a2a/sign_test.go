@@ -168,3 +168,41 @@ func TestVerifyJWSRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyJWSWithoutKid: a JWS whose header names no kid verifies with any key the
+// algorithm fits, named or not; a key without a kid never verifies one that names a kid.
+func TestVerifyJWSWithoutKid(t *testing.T) {
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	_, other, _ := ed25519.GenerateKey(rand.Reader)
+	unnamed := edSigner{"", key}
+	keys, err := a2a.ParseKeySet(unnamed.jwks())
+	if err != nil || keys.Len() != 1 {
+		t.Fatalf("a set of one key without a kid: %d keys, %v", keys.Len(), err)
+	}
+	payload := []byte(`{"a":1}`)
+	b64 := base64.RawURLEncoding.EncodeToString
+	signWith := func(k ed25519.PrivateKey, header string) (string, string) {
+		protected := b64([]byte(header))
+		return protected, b64(ed25519.Sign(k, []byte(protected+"."+b64(payload))))
+	}
+	for name, c := range map[string]struct {
+		key    ed25519.PrivateKey
+		header string
+		ok     bool
+	}{
+		"no kid":         {key, `{"alg":"EdDSA"}`, true},
+		"no kid, ES256":  {key, `{"alg":"ES256"}`, false},
+		"another key":    {other, `{"alg":"EdDSA"}`, false},
+		"kid not in set": {key, `{"alg":"EdDSA","kid":"k"}`, false},
+	} {
+		protected, sig := signWith(c.key, c.header)
+		if _, err := keys.VerifyJWS(protected, payload, sig); (err == nil) != c.ok || err != nil && !errors.Is(err, a2a.ErrJWS) {
+			t.Errorf("%s: %v, want ok %v", name, err, c.ok)
+		}
+	}
+	named, _ := a2a.ParseKeySet(edSigner{"k", key}.jwks())
+	protected, sig := signWith(key, `{"alg":"EdDSA"}`)
+	if _, err := named.VerifyJWS(protected, payload, sig); err != nil {
+		t.Errorf("a header without a kid, a named key: %v", err)
+	}
+}

@@ -79,7 +79,7 @@ func (t *Target) get(ctx context.Context, url string) ([]byte, error) {
 
 // loadKeys returns the keys the card must be signed with: the JWKS file's, or the JWKS
 // URL's (fetched with every card, so a key rotation is followed); nil for none.
-func (t *Target) loadKeys(ctx context.Context) ([]jwk, error) {
+func (t *Target) loadKeys(ctx context.Context) (*wire.KeySet, error) {
 	s := t.cfg.CardSignature
 	switch {
 	case s.JWKSFile != "":
