@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +29,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/internal/chaostest"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
@@ -472,7 +472,7 @@ func TestTracingUnreachableCollector(t *testing.T) {
 	}
 	closed := ln.Addr().String()
 	_ = ln.Close()
-	silent := silentListener(t)
+	silent := chaostest.SilentListener(t)
 	const exportTimeout = 2 * time.Second
 	for _, tc := range []struct{ name, protocol, endpoint string }{
 		{"grpc closed port", "grpc", closed},
@@ -511,41 +511,6 @@ func TestTracingUnreachableCollector(t *testing.T) {
 			}
 		})
 	}
-}
-
-// silentListener accepts connections on 127.0.0.1 and never writes to them, until the
-// test ends; it returns its address.
-func silentListener(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return ln.Addr().String()
 }
 
 // TestTracingReload: a reload that keeps the tracing section keeps the provider; one that

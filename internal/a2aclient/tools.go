@@ -13,6 +13,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/testproc"
 )
 
 // SDKVersion is the pinned @a2a-js/sdk; package.json pins the same (a test checks).
@@ -49,15 +51,8 @@ func (t Tools) Check() error {
 	if _, err := exec.LookPath("node"); err != nil {
 		return fmt.Errorf("%w: node: %w", ErrNotInstalled, err)
 	}
-	b, err := os.ReadFile(filepath.Join(t.Dir, "node_modules", "@a2a-js", "sdk", "package.json"))
-	if err != nil {
+	if err := testproc.NPMInstalled(t.Dir, "@a2a-js/sdk", SDKVersion); err != nil {
 		return fmt.Errorf("%w: %w", ErrNotInstalled, err)
-	}
-	var pkg struct {
-		Version string `json:"version"`
-	}
-	if err := json.Unmarshal(b, &pkg); err != nil || pkg.Version != SDKVersion {
-		return fmt.Errorf("%w: @a2a-js/sdk is %q, want %s", ErrNotInstalled, pkg.Version, SDKVersion)
 	}
 	return nil
 }

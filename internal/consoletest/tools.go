@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/internal/testproc"
 )
 
 // PlaywrightVersion is the pinned playwright-core; package.json pins the same (a test
@@ -60,15 +62,8 @@ func (t Tools) Check() error {
 	if _, err := exec.LookPath(t.Chromium); err != nil {
 		return fmt.Errorf("%w: chromium: %w", ErrNotInstalled, err)
 	}
-	b, err := os.ReadFile(filepath.Join(t.Dir, "node_modules", "playwright-core", "package.json"))
-	if err != nil {
+	if err := testproc.NPMInstalled(t.Dir, "playwright-core", PlaywrightVersion); err != nil {
 		return fmt.Errorf("%w: %w", ErrNotInstalled, err)
-	}
-	var pkg struct {
-		Version string `json:"version"`
-	}
-	if err := json.Unmarshal(b, &pkg); err != nil || pkg.Version != PlaywrightVersion {
-		return fmt.Errorf("%w: playwright-core is %q, want %s", ErrNotInstalled, pkg.Version, PlaywrightVersion)
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/testproc"
 )
 
 // DefaultToolsDir is where make mcpmatrix-tools installs the Node peers, relative to the
@@ -57,18 +59,8 @@ func (t Tools) Node() string { return filepath.Join(t.Dir, "node_modules", "node
 // node runs and is that version. The error wraps ErrNotInstalled when they are not.
 func (t Tools) Check(ctx context.Context, pins Pins) error {
 	for name, version := range pins {
-		raw, err := os.ReadFile(filepath.Join(t.Dir, "node_modules", filepath.FromSlash(name), "package.json"))
-		if err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrNotInstalled, name, err)
-		}
-		var pkg struct {
-			Version string `json:"version"`
-		}
-		if err := json.Unmarshal(raw, &pkg); err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrNotInstalled, name, err)
-		}
-		if pkg.Version != version {
-			return fmt.Errorf("%w: %s is %s, want %s", ErrNotInstalled, name, pkg.Version, version)
+		if err := testproc.NPMInstalled(t.Dir, name, version); err != nil {
+			return fmt.Errorf("%w: %w", ErrNotInstalled, err)
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)

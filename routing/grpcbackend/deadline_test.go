@@ -2,8 +2,6 @@ package grpcbackend_test
 
 import (
 	"context"
-	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,44 +11,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/internal/chaostest"
 	"github.com/gatehouse-dev/gatehouse/routing/grpcbackend"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
-
-// silentListener accepts TCP connections and never speaks HTTP/2, so a gRPC client stays
-// connecting: a call to it waits on the gateway's side, for a connection.
-func silentListener(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
 
 // TestHopDeadlineLayers: the backend is sent the call's deadline less the reserve
 // (deadline.reserve from the hop budget, or the backend's own deadline_reserve); a hop
@@ -87,7 +51,7 @@ func TestHopDeadlineLayers(t *testing.T) {
 		{"slow backend: layer backend", slow, 0, 2 * unit, gateway.LayerBackend, true, "either"},
 		{"backend's own deadline_reserve overrides the budget's", slow, unit / 2, 2 * unit, gateway.LayerBackend, true, "either"},
 		{"backend answers DEADLINE_EXCEEDED: layer backend", refusing, 0, 2 * unit, gateway.LayerBackend, false, "yes"},
-		{"no connection yet: layer gateway", silentListener(t), 0, 2 * unit, gateway.LayerGateway, false, "no"},
+		{"no connection yet: layer gateway", chaostest.SilentListener(t), 0, 2 * unit, gateway.LayerGateway, false, "no"},
 		{"less than ε after the reserve: refused unsent", slow, 0, budget.Reserve + budget.MinRemaining/2, gateway.LayerBackend, false, "no"},
 	}
 	for _, tt := range tests {
