@@ -22,25 +22,21 @@ import (
 // a2aBenchCallers is how many principals the benchmark's calls take turns as.
 const a2aBenchCallers = 4096
 
-func BenchmarkA2ASendMessage(b *testing.B) {
-	tools := a2aclient.Default()
-	if err := tools.Check(); err != nil {
-		b.Skip(err)
-	}
-	const body = `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"data":{"minuend":42,"subtrahend":23}}],"metadata":{"skill":"subtract"}}}}`
+// a2aSendRunner returns one SendMessage of body (answered with a completed task) at a URL,
+// and what runs it there with 1 and 32 callers. The callers are many principals, as at a front door:
+// each call bears the next of a2aBenchCallers tokens (a direct upstream ignores them), so
+// no caller's task index grows with b.N.
+func a2aSendRunner(b *testing.B, body string) (call func(hc *http.Client, url string) error, run func(b *testing.B, url string)) {
 	const want = `"TASK_STATE_COMPLETED"`
-	// The callers are many principals, as at a front door: each call bears the next of
-	// a2aBenchCallers tokens (the direct side ignores them), so no caller's task index
-	// grows with b.N.
 	tokens := make([]string, a2aBenchCallers)
 	for i := range tokens {
 		tokens[i] = "Bearer " + callerToken(b, "caller-"+strconv.Itoa(i))
 	}
 	var next atomic.Int64
-	call := func(hc *http.Client, url string) error {
+	call = func(hc *http.Client, url string) error {
 		return post(hc, url, body, want, "A2A-Version", "1.0", "Authorization", tokens[next.Add(1)%a2aBenchCallers])
 	}
-	run := func(b *testing.B, url string) {
+	return call, func(b *testing.B, url string) {
 		hc := benchClient()
 		if err := call(hc, url); err != nil {
 			b.Fatal(err)
@@ -51,6 +47,15 @@ func BenchmarkA2ASendMessage(b *testing.B) {
 			})
 		}
 	}
+}
+
+func BenchmarkA2ASendMessage(b *testing.B) {
+	tools := a2aclient.Default()
+	if err := tools.Check(); err != nil {
+		b.Skip(err)
+	}
+	const body = `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"data":{"minuend":42,"subtrahend":23}}],"metadata":{"skill":"subtract"}}}}`
+	_, run := a2aSendRunner(b, body)
 	b.Run("gateway", func(b *testing.B) {
 		url := benchGatewayConfig(b, fmt.Sprintf(`auth:
   jwt:

@@ -1,17 +1,12 @@
 package server
 
 import (
-	"context"
 	"fmt"
-	"net/http"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/internal/a2aclient"
-	"github.com/gatehouse-dev/gatehouse/internal/benchutil"
 )
 
 // BenchmarkA2AUpstream compares an A2A SendMessage (1.0, JSON-RPC binding) sent to the
@@ -32,26 +27,7 @@ func BenchmarkA2AUpstream(b *testing.B) {
 	b.Cleanup(func() { _ = up.Close() })
 	// metadata.skill names the gateway's skill, skillId the agent's own.
 	const body = `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}],"metadata":{"skill":"a2a.up.echo","skillId":"echo"}}}}`
-	const want = `"TASK_STATE_COMPLETED"`
-	tokens := make([]string, a2aBenchCallers)
-	for i := range tokens {
-		tokens[i] = "Bearer " + callerToken(b, "caller-"+strconv.Itoa(i))
-	}
-	var next atomic.Int64
-	call := func(hc *http.Client, url string) error {
-		return post(hc, url, body, want, "A2A-Version", "1.0", "Authorization", tokens[next.Add(1)%a2aBenchCallers])
-	}
-	run := func(b *testing.B, url string) {
-		hc := benchClient()
-		if err := call(hc, url); err != nil {
-			b.Fatal(err)
-		}
-		for _, c := range []int{1, 32} {
-			b.Run("c"+strconv.Itoa(c), func(b *testing.B) {
-				benchutil.Callers(b, c, func(context.Context) error { return call(hc, url) })
-			})
-		}
-	}
+	call, run := a2aSendRunner(b, body)
 	b.Run("gateway", func(b *testing.B) {
 		url := strings.TrimSuffix(benchGatewayConfig(b, fmt.Sprintf(`auth:
   jwt:
