@@ -1,14 +1,10 @@
 package server
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	goruntime "runtime"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -16,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/demo"
+	"github.com/gatehouse-dev/gatehouse/internal/benchutil"
 )
 
 // BenchmarkBatchPerMember measures a member call of a batch against a single call: one op
@@ -74,57 +71,8 @@ func TestCalculatorProcess(t *testing.T) {
 // address and a function reading the CPU time the child has used so far.
 func startCalculatorProcess(b *testing.B) (string, func() (time.Duration, error)) {
 	b.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(self, "-test.run=^TestCalculatorProcess$")
-	cmd.Env = append(os.Environ(), calculatorEnv+"=1")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		_ = stdin.Close()
-		if err := cmd.Wait(); err != nil {
-			b.Errorf("calculator process: %v", err)
-		}
-	})
-	addr, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatalf("calculator process: reading its address: %v", err)
-	}
-	pid := cmd.Process.Pid
-	return strings.TrimSpace(addr), func() (time.Duration, error) { return childCPU(pid) }
-}
-
-// childCPU is the user and system CPU time process pid has used (/proc/<pid>/stat, fields
-// 14 and 15, in clock ticks of 1/100 s, the value of USER_HZ on Linux).
-func childCPU(pid int) (time.Duration, error) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// the fields after the command name, which is in parentheses and may hold spaces
-	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	const utime, stime = 14 - 3, 15 - 3 // state is field 3, the first after the name
-	var ticks int64
-	for _, f := range []int{utime, stime} {
-		n, err := strconv.ParseInt(fields[f], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/stat field %d: %w", pid, f+3, err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * (time.Second / 100), nil
+	pid, addr := benchutil.StartChild(b, "TestCalculatorProcess", calculatorEnv)
+	return addr, func() (time.Duration, error) { return benchutil.ProcessCPU(pid) }
 }
 
 func benchBatchSizes(b *testing.B, url string, backendCPU func() (time.Duration, error)) {

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -235,36 +233,12 @@ type mcpUpstreamProcess struct {
 // (TestMCPStreamableUpstreamProcess) and stops it when the benchmark ends.
 func benchMCPUpstreamProcess(b *testing.B) *mcpUpstreamProcess {
 	b.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestMCPStreamableUpstreamProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), mcpUpstreamEnv+"=1")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		_ = stdin.Close()
-		if err := cmd.Wait(); err != nil {
-			b.Errorf("upstream child: %v", err)
-		}
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatalf("upstream child: %v", err)
-	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }() // the rest of the test binary's output
-	base := strings.TrimSpace(line)
+	pid, line := benchutil.StartChild(b, "TestMCPStreamableUpstreamProcess", mcpUpstreamEnv)
+	base := line
 	if !strings.HasPrefix(base, "http://") {
 		b.Fatalf("upstream child said %q", line)
 	}
-	return &mcpUpstreamProcess{url: base + "/mcp", base: base, pid: cmd.Process.Pid, hc: benchClient()}
+	return &mcpUpstreamProcess{url: base + "/mcp", base: base, pid: pid, hc: benchClient()}
 }
 
 // accepted returns the TCP connections the upstream has accepted.
@@ -288,26 +262,12 @@ func (p *mcpUpstreamProcess) accepted(b *testing.B) int64 {
 // cpu returns the upstream process's user and system CPU time, from /proc/<pid>/stat
 // (utime and stime, in clock ticks of 10 ms).
 func (p *mcpUpstreamProcess) cpu(b *testing.B) time.Duration {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/stat")
+	d, err := benchutil.ProcessCPU(p.pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	// Fields after the command name, which is in parentheses and may hold spaces:
-	// state is field 3, utime 14 and stime 15.
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(f) < 13 {
-		b.Fatalf("/proc/%d/stat: %q", p.pid, stat)
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(utime+stime) * clockTick
+	return d
 }
-
-// clockTick is the unit of /proc/<pid>/stat's times (USER_HZ, 100 on Linux).
-const clockTick = 10 * time.Millisecond
 
 // benchMCPClient is an initialized mcp-go streamable HTTP client of url, closed when the
 // benchmark ends, whose HTTP client keeps enough idle connections for every caller.

@@ -24,10 +24,14 @@ type adminAction struct {
 	taskOp bool // the action follows a task's stream
 }
 
-var approvalColumns = client.Columns("ID", "id", "STATUS", "status", "METHOD", "method", "CALLER", "caller", "RULE", "rule", "MUTATION", "mutation", "EXPIRES", "expires", "DECIDED BY", "decided_by")
+var approvalColumns = client.Columns("ID", "id", "STATUS", fieldStatus, "METHOD", "method", "CALLER", "caller", "RULE", "rule", "MUTATION", "mutation", "EXPIRES", "expires", "DECIDED BY", "decided_by")
 
-// actionList is the listing action of the admin commands.
-const actionList = "list"
+// actionList is the listing action of the admin commands; fieldStatus is a record's status
+// (a column, a parameter and an action's name).
+const (
+	actionList  = "list"
+	fieldStatus = "status"
+)
 
 // adminCommands are gatehouse approvals|revocations|keys|operator (the admin listener's
 // JSON-RPC) and gatehouse tasks (the boundary's nekte.task.*, which only the task's owner
@@ -137,35 +141,35 @@ var adminCommands = map[string]map[string]adminAction{
 	"tasks": {
 		actionList: {usage: "list [--status S]   (every caller's, on the admin listener)", method: "admin.tasks.list", admin: true,
 			flags: func(fs *flag.FlagSet) func([]string) (any, error) {
-				status := fs.String("status", "", "only tasks in this status (running, completed, failed, cancelled, suspended…)")
+				status := fs.String(fieldStatus, "", "only tasks in this status (running, completed, failed, cancelled, suspended…)")
 				return func(pos []string) (any, error) {
 					if err := noArgs(pos); err != nil || *status == "" {
 						return nil, err
 					}
-					return map[string]any{"status": *status}, nil
+					return map[string]any{fieldStatus: *status}, nil
 				}
 			},
 			table: func(o *client.Output, res json.RawMessage) error {
-				return o.ObjectsTable(res, "tasks", client.Columns("TASK", "task_id", "OWNER", "owner", "CAP", "cap", "STATUS", "status", "ATTEMPT", "attempt"), "no tasks")
+				return o.ObjectsTable(res, "tasks", client.Columns("TASK", "task_id", "OWNER", "owner", "CAP", "cap", "STATUS", fieldStatus, "ATTEMPT", "attempt"), "no tasks")
 			}},
-		"status":  {usage: "status TASK_ID", method: "nekte.task.status", flags: taskID("")},
-		"cancel":  {usage: "cancel TASK_ID [--reason TEXT]", method: "nekte.task.cancel", flags: taskID("reason")},
-		"suspend": {usage: "suspend TASK_ID", method: "nekte.task.suspend", flags: taskID("")},
-		"resume":  {usage: "resume TASK_ID", method: "nekte.task.resume", flags: taskID("")},
-		"stream":  {usage: "stream TASK_ID", method: "nekte.task.stream", flags: taskID(""), taskOp: true},
+		fieldStatus: {usage: "status TASK_ID", method: "nekte.task.status", flags: taskID("")},
+		"cancel":    {usage: "cancel TASK_ID [--reason TEXT]", method: "nekte.task.cancel", flags: taskID("reason")},
+		"suspend":   {usage: "suspend TASK_ID", method: "nekte.task.suspend", flags: taskID("")},
+		"resume":    {usage: "resume TASK_ID", method: "nekte.task.resume", flags: taskID("")},
+		"stream":    {usage: "stream TASK_ID", method: "nekte.task.stream", flags: taskID(""), taskOp: true},
 	},
 }
 
 // operatorCommand is gatehouse operator: the admin listener's operator methods (scope
 // server.admin.operator_scope), the ones the console calls.
 var operatorCommand = map[string]adminAction{
-	"status":   {usage: "status", method: "admin.status", admin: true, flags: none},
-	"backends": {usage: "backends", method: "admin.backends", admin: true, flags: none},
-	"catalog":  {usage: "catalog", method: "admin.catalog", admin: true, flags: none},
-	"errors":   {usage: "errors", method: "admin.errors.recent", admin: true, flags: none},
-	"reload":   {usage: "reload", method: "admin.config.reload", admin: true, flags: none},
-	"cancel":   {usage: "cancel TASK_ID [--reason TEXT]   (any caller's task)", method: "admin.tasks.cancel", admin: true, flags: taskID("reason")},
-	"resume":   {usage: "resume TASK_ID   (any caller's task)", method: "admin.tasks.resume", admin: true, flags: taskID("")},
+	fieldStatus: {usage: "status", method: "admin.status", admin: true, flags: none},
+	"backends":  {usage: "backends", method: "admin.backends", admin: true, flags: none},
+	"catalog":   {usage: "catalog", method: "admin.catalog", admin: true, flags: none},
+	"errors":    {usage: "errors", method: "admin.errors.recent", admin: true, flags: none},
+	"reload":    {usage: "reload", method: "admin.config.reload", admin: true, flags: none},
+	"cancel":    {usage: "cancel TASK_ID [--reason TEXT]   (any caller's task)", method: "admin.tasks.cancel", admin: true, flags: taskID("reason")},
+	"resume":    {usage: "resume TASK_ID   (any caller's task)", method: "admin.tasks.resume", admin: true, flags: taskID("")},
 }
 
 func init() { adminCommands["operator"] = operatorCommand }
