@@ -193,7 +193,7 @@ var defs = []ratioDef{
 		"above 1.0: the upstream client reuses its connections instead of dialling per call"},
 	{"A2A SendMessage (1.0, JSON-RPC) answered by the gateway's A2A face (a NEKTE task on an in-process capability, JWT per call) calls/s ÷ the same client to the @a2a-js/sdk reference server, 1 caller",
 		"server.BenchmarkA2ASendMessage/gateway/c1", "server.BenchmarkA2ASendMessage/direct/c1", true,
-		"issue #20's row, until A2A upstreams exist: the whole face (auth, pipeline, task record, NEKTE task) relative to the SDK's own server answering at once"},
+		"the face alone (auth, pipeline, task record, NEKTE task) relative to the SDK's own server answering at once; the next row is the gateway in front of that server"},
 	{"… the same, 32 callers", "server.BenchmarkA2ASendMessage/gateway/c32", "server.BenchmarkA2ASendMessage/direct/c32", true, ""},
 	{"A2A SendMessage (1.0, JSON-RPC) through the gateway's A2A face to an @a2a-js/sdk upstream agent (routing.a2a: JWT per call, a NEKTE task, SendMessage upstream with a minted hop token) calls/s ÷ the same client straight to that agent, 1 caller",
 		"server.BenchmarkA2AUpstream/gateway/c1", "server.BenchmarkA2AUpstream/direct/c1", true,
