@@ -27,6 +27,9 @@ func startA2AGRPC(t *testing.T, a2aKeys string) (*testServer, a2av1.A2AServiceCl
 	t.Helper()
 	cfg := fmt.Sprintf(a2aConfig, callerSecret, a2aSecond, a2aKeys)
 	cfg = strings.Replace(cfg, "  admin: {addr: \"127.0.0.1:0\"}\n", "  admin: {addr: \"127.0.0.1:0\"}\n  internal: {addr: \"127.0.0.1:0\"}\n", 1)
+	if strings.Contains(a2aKeys, "push:") { // push notifications are signed with the key ring
+		cfg = strings.Replace(cfg, "auth:\n", "auth:\n  keyring: {issuer: gatehouse, algorithm: EdDSA}\n", 1)
+	}
 	ts := start(t, cfg, map[string]gateway.Target{"slow.wait": slowTarget{}})
 	return ts, a2av1.NewA2AServiceClient(dialNekte(t, ts))
 }
@@ -300,4 +303,49 @@ func TestA2AGRPCJSONNames(t *testing.T) {
 	if resp.GetTask().GetStatus().GetState() != a2av1.TaskState_TASK_STATE_COMPLETED || len(resp.GetTask().GetHistory()) != 1 {
 		t.Errorf("SendMessageResponse = %v", &resp)
 	}
+}
+
+// TestA2AGRPCPushConfigs: the push-notification config operations over gRPC — create, get,
+// list, delete on the caller's task, NOT_FOUND for another principal and for a deleted
+// config, a refused URL INVALID_ARGUMENT, and FAILED_PRECONDITION where push is off.
+func TestA2AGRPCPushConfigs(t *testing.T) {
+	_, c := startA2AGRPC(t, pushKeys)
+	alice := callerToken(t, "alice", "agents", "caps")
+	resp, err := c.SendMessage(as(t, alice), grpcSend(t, "slow", map[string]any{}, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.GetTask().GetId()
+	hook := "http://127.0.0.1:9/hook"
+	created, err := c.CreateTaskPushNotificationConfig(as(t, alice), &a2av1.TaskPushNotificationConfig{TaskId: id, Id: "c1", Url: hook, Token: "t"})
+	if err != nil || created.GetId() != "c1" || created.GetTaskId() != id || created.GetUrl() != hook {
+		t.Fatalf("CreateTaskPushNotificationConfig = %v, %v", created, err)
+	}
+	got, err := c.GetTaskPushNotificationConfig(as(t, alice), &a2av1.GetTaskPushNotificationConfigRequest{TaskId: id, Id: "c1"})
+	if err != nil || got.GetUrl() != hook {
+		t.Fatalf("GetTaskPushNotificationConfig = %v, %v", got, err)
+	}
+	list, err := c.ListTaskPushNotificationConfigs(as(t, alice), &a2av1.ListTaskPushNotificationConfigsRequest{TaskId: id})
+	if err != nil || len(list.GetConfigs()) != 1 || list.GetConfigs()[0].GetId() != "c1" {
+		t.Fatalf("ListTaskPushNotificationConfigs = %v, %v", list, err)
+	}
+	bob := callerToken(t, "bob", "agents", "caps")
+	_, err = c.GetTaskPushNotificationConfig(as(t, bob), &a2av1.GetTaskPushNotificationConfigRequest{TaskId: id, Id: "c1"})
+	wantA2AStatus(t, "bob's GetTaskPushNotificationConfig", err, codes.NotFound, "TASK_NOT_FOUND", -32001)
+	_, err = c.CreateTaskPushNotificationConfig(as(t, alice), &a2av1.TaskPushNotificationConfig{TaskId: id, Url: "http://10.1.2.3/hook"})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("a push URL outside the allowlist: %v, want INVALID_ARGUMENT", err)
+	}
+	if _, err := c.DeleteTaskPushNotificationConfig(as(t, alice), &a2av1.DeleteTaskPushNotificationConfigRequest{TaskId: id, Id: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.GetTaskPushNotificationConfig(as(t, alice), &a2av1.GetTaskPushNotificationConfigRequest{TaskId: id, Id: "c1"})
+	wantA2AStatus(t, "GetTaskPushNotificationConfig of a deleted config", err, codes.NotFound, "TASK_NOT_FOUND", -32001)
+	if _, err := c.CancelTask(as(t, alice), &a2av1.CancelTaskRequest{Id: id}); err != nil {
+		t.Fatal(err)
+	}
+
+	_, off := startA2AGRPC(t, "")
+	_, err = off.CreateTaskPushNotificationConfig(as(t, alice), &a2av1.TaskPushNotificationConfig{TaskId: id, Url: hook})
+	wantA2AStatus(t, "push off", err, codes.FailedPrecondition, "PUSH_NOTIFICATION_NOT_SUPPORTED", -32003)
 }
