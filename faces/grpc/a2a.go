@@ -45,6 +45,9 @@ type a2aGRPC struct {
 
 var _ a2av1.A2AServiceServer = (*a2aGRPC)(nil)
 
+// gatewayDomain is the ErrorInfo domain of the gateway's own errors.
+const gatewayDomain = "gatehouse"
+
 // errA2AResult reports a result the face gave that the gRPC response cannot hold.
 var errA2AResult = a2a.Errf(a2a.CodeInternal, "Internal error")
 
@@ -170,23 +173,27 @@ func (s *a2aGRPC) GetExtendedAgentCard(ctx context.Context, req *a2av1.GetExtend
 }
 
 // a2aCodes are the gRPC statuses of the binding's errors (specification §5.4); the other
-// codes (the gateway's: authorization, rate limits, deadline ...) follow the error table
-// as on every other service of the face.
-var a2aCodes = map[schemas.Code]codes.Code{
-	a2a.CodeParseError:                 codes.InvalidArgument,
-	a2a.CodeInvalidRequest:             codes.InvalidArgument,
-	a2a.CodeMethodNotFound:             codes.Unimplemented,
-	a2a.CodeInvalidParams:              codes.InvalidArgument,
-	a2a.CodeInternal:                   codes.Internal,
-	a2a.CodeTaskNotFound:               codes.NotFound,
-	a2a.CodeTaskNotCancelable:          codes.FailedPrecondition,
-	a2a.CodePushNotificationNotSupport: codes.FailedPrecondition,
-	a2a.CodeUnsupportedOperation:       codes.FailedPrecondition,
-	a2a.CodeContentTypeNotSupported:    codes.InvalidArgument,
-	a2a.CodeInvalidAgentResponse:       codes.Internal,
-	a2a.CodeExtendedCardNotConfigured:  codes.FailedPrecondition,
-	a2a.CodeExtensionSupportRequired:   codes.FailedPrecondition,
-	a2a.CodeVersionNotSupported:        codes.FailedPrecondition,
+// codes, and every error of domain gatehouse (the gateway's: authorization, rate limits,
+// deadline, a NEKTE task that failed ...), follow the error table as on every other
+// service of the face.
+var a2aCodes = map[schemas.Code]struct {
+	code   codes.Code
+	reason string // the ErrorInfo reason of an error that names none
+}{
+	a2a.CodeParseError:                 {codes.InvalidArgument, "PARSE_ERROR"},
+	a2a.CodeInvalidRequest:             {codes.InvalidArgument, "INVALID_REQUEST"},
+	a2a.CodeMethodNotFound:             {codes.Unimplemented, "METHOD_NOT_FOUND"},
+	a2a.CodeInvalidParams:              {codes.InvalidArgument, "INVALID_PARAMS"},
+	a2a.CodeInternal:                   {codes.Internal, "INTERNAL_ERROR"},
+	a2a.CodeTaskNotFound:               {codes.NotFound, "TASK_NOT_FOUND"},
+	a2a.CodeTaskNotCancelable:          {codes.FailedPrecondition, "TASK_NOT_CANCELABLE"},
+	a2a.CodePushNotificationNotSupport: {codes.FailedPrecondition, "PUSH_NOTIFICATION_NOT_SUPPORTED"},
+	a2a.CodeUnsupportedOperation:       {codes.FailedPrecondition, "UNSUPPORTED_OPERATION"},
+	a2a.CodeContentTypeNotSupported:    {codes.InvalidArgument, "CONTENT_TYPE_NOT_SUPPORTED"},
+	a2a.CodeInvalidAgentResponse:       {codes.Internal, "INVALID_AGENT_RESPONSE"},
+	a2a.CodeExtendedCardNotConfigured:  {codes.FailedPrecondition, "EXTENDED_AGENT_CARD_NOT_CONFIGURED"},
+	a2a.CodeExtensionSupportRequired:   {codes.FailedPrecondition, "EXTENSION_SUPPORT_REQUIRED"},
+	a2a.CodeVersionNotSupported:        {codes.FailedPrecondition, "VERSION_NOT_SUPPORTED"},
 }
 
 // a2aStatus is the gRPC status of a binding error: the code from a2aCodes (or the error
@@ -194,7 +201,13 @@ var a2aCodes = map[schemas.Code]codes.Code{
 // binding's error.data carries (plus the JSON-RPC code and the trace id), and a
 // BadRequest naming the field at fault.
 func a2aStatus(e *a2a.Error, traceID string) error {
-	code, ok := a2aCodes[e.Code]
+	// The gateway's own errors (domain gatehouse) keep its codes, some of which (the
+	// NEKTE ones, -32001 …) share numbers with the binding's: they follow the error table.
+	m, ok := a2aCodes[e.Code]
+	if e.Domain == gatewayDomain {
+		ok = false
+	}
+	code := m.code
 	if !ok {
 		code = schemas.KindOf(e.Code).GRPC
 	}
@@ -204,8 +217,12 @@ func a2aStatus(e *a2a.Error, traceID string) error {
 	meta["jsonrpc_code"] = strconv.Itoa(int(e.Code))
 	meta["trace_id"] = traceID
 	reason, domain := e.Reason, e.Domain
-	if reason == "" {
-		reason, domain = schemas.KindOf(e.Code).Name, "gatehouse"
+	switch {
+	case reason != "":
+	case ok:
+		reason, domain = m.reason, "a2a-protocol.org"
+	default:
+		reason, domain = schemas.KindOf(e.Code).Name, gatewayDomain
 	}
 	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: reason, Domain: domain, Metadata: meta}}
 	if e.Field != "" || e.Violation != "" {
