@@ -15,6 +15,7 @@ import (
 	calculatorv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/calculator/v1"
 	commonv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/common/v1"
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
+	a2av1 "github.com/gatehouse-dev/gatehouse/schemas/gen/lf/a2a/v1"
 	memoryv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/memory/v1"
 	nektev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/nekte/v1"
 	retrievalv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/retrieval/v1"
@@ -30,6 +31,7 @@ var generatedFiles = map[string]protoreflect.FileDescriptor{
 	"gatehouse/v1/agentpeer.proto":   gatehousev1.File_gatehouse_v1_agentpeer_proto,
 	"gatehouse/v1/gateway.proto":     gatehousev1.File_gatehouse_v1_gateway_proto,
 	"gatehouse/v1/peer.proto":        gatehousev1.File_gatehouse_v1_peer_proto,
+	"lf/a2a/v1/a2a.proto":            a2av1.File_lf_a2a_v1_a2a_proto,
 	"memory/v1/memory.proto":         memoryv1.File_memory_v1_memory_proto,
 	"nekte/v1/nekte.proto":           nektev1.File_nekte_v1_nekte_proto,
 	"retrieval/v1/retrieval.proto":   retrievalv1.File_retrieval_v1_retrieval_proto,
@@ -78,8 +80,12 @@ func TestDescriptorsRegister(t *testing.T) {
 			if _, err := protodesc.NewFile(protodesc.ToFileDescriptorProto(fd), protoregistry.GlobalFiles); err != nil {
 				t.Errorf("descriptor does not round-trip: %v", err)
 			}
-			pkg, _, _ := strings.Cut(string(fd.Package()), ".")
-			wantGo := "github.com/gatehouse-dev/gatehouse/schemas/gen/" + pkg + "/v1;" + pkg + "v1"
+			// Package a.v1 is generated into gen/a/v1 as Go package av1; a package with
+			// more elements (lf.a2a.v1, the A2A specification's) nests the same way and
+			// is named by its last two (a2av1).
+			parts := strings.Split(string(fd.Package()), ".")
+			wantGo := "github.com/gatehouse-dev/gatehouse/schemas/gen/" + strings.Join(parts, "/") + ";" +
+				parts[max(len(parts)-2, 0)] + parts[len(parts)-1]
 			if goPkg := protodesc.ToFileDescriptorProto(fd).GetOptions().GetGoPackage(); goPkg != wantGo {
 				t.Errorf("go_package = %q, want %q", goPkg, wantGo)
 			}

@@ -25,7 +25,7 @@ func (s *Server) newGRPCFace(cfg grpcface.Config) *grpcface.Face {
 	}
 	s.agentPeers(cfg.Advertise, cfg.MaxRecvBytes) // agentlink.go
 	return grpcface.New(grpcface.Params{Gateway: grpcGateway{s: s}, Config: cfg, Addr: addr, Peers: peers, Log: s.log,
-		TLS: serverConfig(s.tls.internal), PeerTLS: peerTLS(s.tls.internal), Services: s.grpcServices()}) // tls.go, agentlink.go
+		TLS: serverConfig(s.tls.internal), PeerTLS: peerTLS(s.tls.internal), Services: s.grpcServices(), A2A: s.a2a}) // tls.go, agentlink.go
 }
 
 // sharedState reports whether other replicas may share the state store: one the embedder

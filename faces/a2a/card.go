@@ -103,7 +103,11 @@ func (x *exchange) extendedCard() {
 		return
 	}
 	who := x.ex.Principal
-	card := x.f.card(x.rt, x.cfg, faces.RequestOrigin(x.r), &who)
+	origin := "" // another binding's call (Operate): a2a.endpoint, or the path alone
+	if x.r != nil {
+		origin = faces.RequestOrigin(x.r)
+	}
+	card := x.f.card(x.rt, x.cfg, origin, &who)
 	body, err := x.f.cardBytes(card, x.cfg)
 	if err != nil {
 		x.f.log.Error("a2a: writing the extended agent card", "trace_id", x.ex.TraceID, "err", err)

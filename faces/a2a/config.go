@@ -11,6 +11,9 @@ type Config struct {
 	// ServeV03 serves the 0.3 method names and spellings to requests without A2A-Version
 	// (or with 0.3); false refuses them with VersionNotSupported. Default true.
 	ServeV03 *bool `yaml:"serve_v03" json:"serve_v03,omitempty"`
+	// GRPC serves the gRPC binding (lf.a2a.v1.A2AService) on the internal gRPC listener
+	// (server.internal); false answers its RPCs UNIMPLEMENTED. Default true.
+	GRPC *bool `yaml:"grpc" json:"grpc,omitempty"`
 	// DefaultSkill is the capability a message runs when its metadata names no skill;
 	// empty, such a message is refused.
 	DefaultSkill string `yaml:"default_skill" json:"default_skill,omitempty"`
@@ -158,6 +161,10 @@ func (c Config) WithDefaults() Config {
 	if c.ServeV03 == nil {
 		on := true
 		c.ServeV03 = &on
+	}
+	if c.GRPC == nil {
+		on := true
+		c.GRPC = &on
 	}
 	def(&c.MaxTasksPerPrincipal, DefaultMaxTasksPerPrincipal)
 	def(&c.TaskTTL, DefaultTaskTTL)

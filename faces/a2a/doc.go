@@ -14,6 +14,9 @@
 //     the webhooks its owner gave (push.go): URLs checked against an allowlist on the URL
 //     and on the dialled address (pushguard.go), each delivery signed with a JWT of the key
 //     ring, retried within a budget from a bounded queue, its payload read as the owner.
+//   - Operate (ops.go) runs the same operations for the gRPC binding, which the internal
+//     gRPC face (faces/grpc, lf.a2a.v1.A2AService) serves unless a2a.grpc is false: the
+//     request and result in the JSON-RPC binding's JSON, the caller the face authenticated.
 //
 // A message names a skill (metadata "skill", or a2a.default_skill) and runs as a NEKTE task
 // on that capability: nekte.delegate, nekte.task.status, nekte.task.cancel and

@@ -28,6 +28,9 @@ type exchange struct {
 	req   a2a.Request
 	ex    faces.Exchange // the template of every call the request makes
 	owner owner
+	// out, when set, takes the answer instead of w: the exchange is one operation of
+	// another binding (Operate), and w and r are nil.
+	out *opOut
 }
 
 // Serve serves POST /a2a: authentication before the body is read, then the version, the
@@ -158,12 +161,20 @@ func (x *exchange) call(ctx context.Context, method string, params []byte) faces
 
 // writeResult answers the request with result.
 func (x *exchange) writeResult(result []byte) {
+	if x.out != nil {
+		x.out.result = result
+		return
+	}
 	x.write(a2a.AppendResult(nil, x.req.ID, result))
 }
 
 // writeError answers the request id with e.
 func (x *exchange) writeError(id jsonrpc.ID, e *a2a.Error) {
 	observability.TraceError(x.ex.Span, gateway.Errorf(e.Code, "%s", e.Message))
+	if x.out != nil {
+		x.out.err = e
+		return
+	}
 	x.write(a2a.AppendError(nil, id, e, x.ex.TraceID))
 }
 

@@ -23,6 +23,9 @@ type eventStream struct {
 }
 
 func (x *exchange) newEventStream() *eventStream {
+	if x.out != nil {
+		return &eventStream{x: x}
+	}
 	return &eventStream{x: x, rc: http.NewResponseController(x.w)}
 }
 
@@ -46,13 +49,21 @@ func (es *eventStream) send(ev a2a.Event) bool {
 		es.x.f.log.Error("a2a: writing a stream result", "trace_id", es.x.ex.TraceID, "err", err)
 		return es.fail(a2a.Errf(a2a.CodeInternal, "Internal error"))
 	}
+	if es.x.out != nil { // another binding's stream (Operate)
+		es.started = true
+		if !es.x.out.event(result) {
+			es.failed = true
+			return false
+		}
+		return true
+	}
 	return es.write(a2a.AppendResult(nil, es.x.req.ID, result))
 }
 
 // fail ends the stream with e: the JSON-RPC error as the last event (or as the whole
 // response when no event was written yet).
 func (es *eventStream) fail(e *a2a.Error) bool {
-	if !es.started {
+	if !es.started || es.x.out != nil {
 		es.x.writeError(es.x.req.ID, e)
 		es.failed = true
 		return false

@@ -7,7 +7,8 @@ import (
 // Config is the internal gRPC listener (server.internal): gatehouse.v1.GatewayService (any
 // routed method, for internal callers), nekte.v1.Nekte (the NEKTE primitives, answering
 // UNIMPLEMENTED while no target serves nekte.*), tool.v1.ToolService (the bridged MCP
-// tools), gatehouse.v1.PeerService (replicas fetching each other's persist: false NEKTE
+// tools), lf.a2a.v1.A2AService (the A2A gRPC binding, while the configuration has an
+// a2a section with a2a.grpc on), gatehouse.v1.PeerService (replicas fetching each other's persist: false NEKTE
 // context envelopes, when NEKTE is on and the state store is shared), gRPC health
 // checking per backend and server reflection.
 type Config struct {

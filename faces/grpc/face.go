@@ -14,6 +14,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/routing/nekte"
 	gatehousev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/gatehouse/v1"
+	a2av1 "github.com/gatehouse-dev/gatehouse/schemas/gen/lf/a2a/v1"
 	nektev1 "github.com/gatehouse-dev/gatehouse/schemas/gen/nekte/v1"
 	toolv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/tool/v1"
 )
@@ -50,6 +51,10 @@ type Params struct {
 	PeerTLS *tls.Config
 	// Services are served beside the gateway's own (services.go): the agent link.
 	Services []Service
+	// A2A, when set, is the A2A face that lf.a2a.v1.A2AService (a2a.go) runs its
+	// operations on; each RPC answers UNIMPLEMENTED while the configuration current then
+	// has no a2a section or turns the binding off (a2a.grpc: false).
+	A2A A2A
 }
 
 // New builds the internal face: the gRPC server with its interceptors (tracing.go) and
@@ -69,6 +74,9 @@ func New(p Params) *Face {
 	gatehousev1.RegisterGatewayServiceServer(f.gs, &gatewayService{gw: f.gw})
 	toolv1.RegisterToolServiceServer(f.gs, &toolService{gw: f.gw})
 	nektev1.RegisterNekteServer(f.gs, &nekteGRPC{gw: f.gw}) // per call, the configuration current then decides
+	if p.A2A != nil {
+		a2av1.RegisterA2AServiceServer(f.gs, &a2aGRPC{gw: f.gw, a2a: p.A2A})
+	}
 	for _, svc := range p.Services {
 		svc.RegisterGRPC(f.gs, f.authenticate)
 	}

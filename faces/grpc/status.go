@@ -23,7 +23,7 @@ func toStatus(err *gateway.Error, traceID string) error {
 	st := status.New(kind.GRPC, err.Message())
 	if withInfo, e := st.WithDetails(&errdetails.ErrorInfo{
 		Reason:   kind.Name,
-		Domain:   "gatehouse",
+		Domain:   gatewayDomain,
 		Metadata: map[string]string{"jsonrpc_code": strconv.Itoa(int(err.Code())), "data": string(raw)},
 	}); e == nil {
 		st = withInfo
