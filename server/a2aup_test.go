@@ -114,9 +114,11 @@ func TestA2AUpstreamWithTheSDKServer(t *testing.T) {
 	})
 
 	t.Run("the gateway's A2A face", func(t *testing.T) {
-		status, _, card := getCard(t, ts, "/.well-known/agent-card.json", "")
+		// The public card lists what an anonymous caller may reach (nothing here); the
+		// extended card lists alice's skills, the agent's among them, at the gateway's URL.
+		status, _, card := ts.a2aPost(alice, "1.0", `{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard"}`)
 		if status != http.StatusOK || !strings.Contains(card, `"id":"a2a.up.echo"`) || !strings.Contains(card, ts.base+"/a2a") {
-			t.Fatalf("card %d %s", status, card)
+			t.Fatalf("extended card %d %s", status, card)
 		}
 		status, _, out := ts.a2aPost(alice, "1.0", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":`+
 			`{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"through the face"}],"metadata":{"skill":"a2a.up.echo"}}}}`)
