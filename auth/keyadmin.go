@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"slices"
 
-	"github.com/gatehouse-dev/gatehouse/auth/internal/adminparams"
+	"github.com/gatehouse-dev/gatehouse/gateway/adminparams"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -102,11 +102,11 @@ func (ka *KeyRingAdmin) rotate(ctx context.Context, params []byte) (*KeyRotation
 	}
 	var revoke bool
 	var reason string
-	if raw, ok := p["revoke"]; ok && json.Unmarshal(raw, &revoke) != nil {
-		return nil, adminparams.Invalid("revoke", "must be a boolean")
+	if err := adminparams.Optional(p, "revoke", &revoke, "must be a boolean"); err != nil {
+		return nil, err
 	}
-	if raw, ok := p["reason"]; ok && json.Unmarshal(raw, &reason) != nil {
-		return nil, adminparams.Invalid("reason", "must be a string")
+	if err := adminparams.Optional(p, "reason", &reason, "must be a string"); err != nil {
+		return nil, err
 	}
 	kid, withdrawn, err := ka.ring.RotateNow(ctx, revoke)
 	switch {

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/auth/internal/adminparams"
+	"github.com/gatehouse-dev/gatehouse/gateway/adminparams"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -101,8 +101,8 @@ func (ra *RevocationAdmin) add(ctx context.Context, params []byte) (*Revocation,
 			return nil, adminparams.Invalid("ttl", `must be a positive duration such as "90m" or "24h"`)
 		}
 	}
-	if raw, ok := p["reason"]; ok && json.Unmarshal(raw, &req.Reason) != nil {
-		return nil, adminparams.Invalid("reason", "must be a string")
+	if err := adminparams.Optional(p, "reason", &req.Reason, "must be a string"); err != nil {
+		return nil, err
 	}
 	rec, err := ra.list.Revoke(ctx, req)
 	if err != nil {

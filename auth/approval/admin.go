@@ -6,7 +6,7 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/gatehouse-dev/gatehouse/auth/internal/adminparams"
+	"github.com/gatehouse-dev/gatehouse/gateway/adminparams"
 
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/schemas"

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/auth/internal/adminparams"
+	"github.com/gatehouse-dev/gatehouse/gateway/adminparams"
 	"github.com/gatehouse-dev/gatehouse/auth/policy"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/schemas"

@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"strings"
 
 	nk "github.com/gatehouse-dev/gatehouse/codecs/nekte"
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/gateway/adminparams"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/routing/nekte"
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -87,12 +87,12 @@ func (oc *operatorCall) run(ctx context.Context, method string, params []byte) (
 func (oc *operatorCall) answer(ctx context.Context, method string, params []byte) (any, error) {
 	switch method {
 	case MethodStatus:
-		if _, err := object(params); err != nil {
+		if _, err := adminparams.Object(params); err != nil {
 			return nil, err
 		}
 		return oc.ops.Status(), nil
 	case MethodBackends:
-		if _, err := object(params); err != nil {
+		if _, err := adminparams.Object(params); err != nil {
 			return nil, err
 		}
 		w := oc.ops.Window()
@@ -102,21 +102,21 @@ func (oc *operatorCall) answer(ctx context.Context, method string, params []byte
 	case MethodTasksList, MethodTasksCancel, MethodTasksResume:
 		return oc.tasks(ctx, method, params)
 	case MethodErrorsRecent:
-		p, err := object(params, "code", "limit")
+		p, err := adminparams.Object(params, "code", "limit")
 		if err != nil {
 			return nil, err
 		}
 		var code schemas.Code
 		var limit int
-		if err := optional(p, "code", &code, "must be an integer"); err != nil {
+		if err := adminparams.Optional(p, "code", &code, "must be an integer"); err != nil {
 			return nil, err
 		}
-		if err := optional(p, "limit", &limit, "must be a non-negative integer"); err != nil || limit < 0 {
-			return nil, cmpErr(err, invalid("limit", "must be a non-negative integer"))
+		if err := adminparams.Optional(p, "limit", &limit, "must be a non-negative integer"); err != nil || limit < 0 {
+			return nil, cmpErr(err, adminparams.Invalid("limit", "must be a non-negative integer"))
 		}
 		return ErrorsResult{Errors: orEmpty(oc.ops.Window().RecentErrors(code, limit)), JaegerURL: oc.ops.Console().JaegerURL}, nil
 	default: // MethodConfigReload
-		if _, err := object(params); err != nil {
+		if _, err := adminparams.Object(params); err != nil {
 			return nil, err
 		}
 		if err := oc.ops.ReloadConfig(); err != nil {
@@ -130,21 +130,21 @@ func (oc *operatorCall) answer(ctx context.Context, method string, params []byte
 // catalog serves admin.catalog {level?, subject?, scopes?}: with subject or scopes, the
 // catalog as a caller with them sees it on the boundary.
 func (oc *operatorCall) catalog(params []byte) (any, error) {
-	p, err := object(params, "level", "subject", "scopes")
+	p, err := adminparams.Object(params, "level", "subject", "scopes")
 	if err != nil {
 		return nil, err
 	}
 	level := nk.LevelSchema
-	if err := optional(p, "level", &level, "must be 0, 1 or 2"); err != nil || level < 0 || level > 2 {
-		return nil, cmpErr(err, invalid("level", "must be 0, 1 or 2"))
+	if err := adminparams.Optional(p, "level", &level, "must be 0, 1 or 2"); err != nil || level < 0 || level > 2 {
+		return nil, cmpErr(err, adminparams.Invalid("level", "must be 0, 1 or 2"))
 	}
 	var as *gateway.Principal
 	if _, s := p["subject"]; s || p["scopes"] != nil {
 		as = &gateway.Principal{}
-		if err := optional(p, "subject", &as.Subject, "must be a string"); err != nil {
+		if err := adminparams.Optional(p, "subject", &as.Subject, "must be a string"); err != nil {
 			return nil, err
 		}
-		if err := optional(p, "scopes", &as.Scopes, "must be an array of strings"); err != nil {
+		if err := adminparams.Optional(p, "scopes", &as.Scopes, "must be an array of strings"); err != nil {
 			return nil, err
 		}
 	}
@@ -159,12 +159,12 @@ func (oc *operatorCall) tasks(ctx context.Context, method string, params []byte)
 		return nil, gateway.Errorf(schemas.CodeMethodNotFound, "NEKTE is not enabled")
 	}
 	if method == MethodTasksList {
-		p, err := object(params, "status")
+		p, err := adminparams.Object(params, "status")
 		if err != nil {
 			return nil, err
 		}
 		var status string
-		if err := optional(p, "status", &status, "must be a task status"); err != nil {
+		if err := adminparams.Optional(p, "status", &status, "must be a task status"); err != nil {
 			return nil, err
 		}
 		list, err := t.OperatorTasks(ctx, nk.TaskStatus(status))
@@ -177,15 +177,15 @@ func (oc *operatorCall) tasks(ctx context.Context, method string, params []byte)
 	if method == MethodTasksCancel {
 		allowed = append(allowed, "reason")
 	}
-	p, err := object(params, allowed...)
+	p, err := adminparams.Object(params, allowed...)
 	if err != nil {
 		return nil, err
 	}
 	var id, reason string
 	if json.Unmarshal(p["task_id"], &id) != nil || id == "" {
-		return nil, invalid("task_id", "must be a non-empty string")
+		return nil, adminparams.Invalid("task_id", "must be a non-empty string")
 	}
-	if err := optional(p, "reason", &reason, "must be a string"); err != nil {
+	if err := adminparams.Optional(p, "reason", &reason, "must be a string"); err != nil {
 		return nil, err
 	}
 	var res nk.TaskLifecycleResult
@@ -198,40 +198,6 @@ func (oc *operatorCall) tasks(ctx context.Context, method string, params []byte)
 		return nil, gateway.AsError(err)
 	}
 	return res, nil
-}
-
-// object returns params as an object's members, refusing any member not in allowed; no
-// params is an empty object.
-func object(params []byte, allowed ...string) (map[string]json.RawMessage, error) {
-	p := map[string]json.RawMessage{}
-	if len(params) > 0 && json.Unmarshal(params, &p) != nil {
-		return nil, gateway.Errorf(schemas.CodeInvalidParams, "params must be an object")
-	}
-	for k := range p {
-		if !slices.Contains(allowed, k) {
-			return nil, gateway.Errorf(schemas.CodeInvalidParams, "Invalid params").
-				With("problem", "unknown member").With("param", k).With("allowed", allowed)
-		}
-	}
-	return p, nil
-}
-
-// optional decodes the member name of p into v when present.
-func optional(p map[string]json.RawMessage, name string, v any, problem string) error {
-	raw, ok := p[name]
-	if !ok {
-		return nil
-	}
-	d := json.NewDecoder(strings.NewReader(string(raw)))
-	if d.Decode(v) != nil {
-		return invalid(name, problem)
-	}
-	return nil
-}
-
-// invalid is the INVALID_PARAMS error of the member name, with the problem found.
-func invalid(name, problem string) *gateway.Error {
-	return gateway.Errorf(schemas.CodeInvalidParams, "Invalid params").With("param", name).With("problem", problem)
 }
 
 // cmpErr returns err when set, else fallback.

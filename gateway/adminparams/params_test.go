@@ -37,4 +37,27 @@ func TestObject(t *testing.T) {
 	if e := Invalid("id", "missing"); e.Data()["param"] != "id" || e.Data()["problem"] != "missing" {
 		t.Fatalf("Invalid: %v", e.Data())
 	}
+	if _, err := Object([]byte(`{"who":1}`), "id"); gateway.AsError(err).Data()["param"] != "who" {
+		t.Fatalf("an unknown member is not named: %v", gateway.AsError(err).Data())
+	}
+}
+
+func TestOptional(t *testing.T) {
+	p, _ := Object([]byte(`{"n":3,"s":"x"}`), "n", "s", "absent")
+	var n int
+	s := "kept"
+	var absent bool
+	if err := Optional(p, "n", &n, "must be an integer"); err != nil || n != 3 {
+		t.Fatalf("n = %d, %v", n, err)
+	}
+	if err := Optional(p, "absent", &absent, "must be a boolean"); err != nil || absent {
+		t.Fatalf("absent: %v, %v", absent, err)
+	}
+	err := Optional(p, "s", &n, "must be an integer")
+	if e := gateway.AsError(err); err == nil || e.Code() != schemas.CodeInvalidParams || e.Data()["param"] != "s" || e.Data()["problem"] != "must be an integer" {
+		t.Fatalf("a string for an integer: %v", err)
+	}
+	if err := Optional(p, "s", &s, "must be a string"); err != nil || s != "x" {
+		t.Fatalf("s = %q, %v", s, err)
+	}
 }

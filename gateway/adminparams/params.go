@@ -1,7 +1,7 @@
-// Package adminparams reads the params of the admin JSON-RPC methods that auth and
-// auth/approval serve on the admin listener: an object whose members are named, each
-// refused with the gateway's INVALID_PARAMS error saying which and why. It imports only
-// gateway and schemas.
+// Package adminparams reads the params of the admin JSON-RPC methods served on the admin
+// listener (auth's, auth/approval's and the operator methods of faces/admin): an object
+// whose members are named, each refused with the gateway's INVALID_PARAMS error saying
+// which and why. It imports only gateway and schemas.
 package adminparams
 
 import (
@@ -22,7 +22,7 @@ func Object(params []byte, allowed ...string) (map[string]json.RawMessage, error
 	for k := range p {
 		if !slices.Contains(allowed, k) {
 			return nil, gateway.Errorf(schemas.CodeInvalidParams, "Invalid params").
-				With("problem", "unknown member").With("allowed", allowed)
+				With("problem", "unknown member").With("param", k).With("allowed", allowed)
 		}
 	}
 	return p, nil
@@ -31,4 +31,13 @@ func Object(params []byte, allowed ...string) (map[string]json.RawMessage, error
 // Invalid is the INVALID_PARAMS error of the member name, with the problem found.
 func Invalid(name, problem string) *gateway.Error {
 	return gateway.Errorf(schemas.CodeInvalidParams, "Invalid params").With("param", name).With("problem", problem)
+}
+
+// Optional decodes the member name of p into v when present, refusing a value v cannot
+// hold with Invalid(name, problem).
+func Optional(p map[string]json.RawMessage, name string, v any, problem string) error {
+	if raw, ok := p[name]; ok && json.Unmarshal(raw, v) != nil {
+		return Invalid(name, problem)
+	}
+	return nil
 }
