@@ -7,9 +7,9 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/gateway/adminparams"
 	"github.com/gatehouse-dev/gatehouse/auth/policy"
 	"github.com/gatehouse-dev/gatehouse/gateway"
+	"github.com/gatehouse-dev/gatehouse/gateway/adminparams"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
