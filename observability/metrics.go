@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -391,6 +392,19 @@ func (m *Metrics) Window() *Window {
 // maxRecentMessage bounds the message of one recent error, in bytes.
 const maxRecentMessage = 512
 
+// clipMessage is msg cut to at most limit bytes, never inside a rune (the console shows
+// it, and JSON would turn a split rune into U+FFFD).
+func clipMessage(msg string, limit int) string {
+	if len(msg) <= limit {
+		return msg
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut]
+}
+
 // observeWindow records one call in the window, when there is one: by its backend (or,
 // for a target served in the process, the target's name; a call refused before routing
 // counts in no backend), and,
@@ -413,10 +427,7 @@ func (m *Metrics) observeWindow(call *gateway.Call, routed bool, err *gateway.Er
 	if !routed {
 		method = OtherLabel
 	}
-	msg := err.Message()
-	if len(msg) > maxRecentMessage {
-		msg = msg[:maxRecentMessage]
-	}
+	msg := clipMessage(err.Message(), maxRecentMessage)
 	w.Observe(end, backend, d, RecentError{
 		At: end.UnixMilli(), Code: err.Code(), Kind: schemas.KindOf(err.Code()).Name, Message: msg,
 		Method: method, Backend: backend, Protocol: call.Protocol.String(), TraceID: call.TraceID,
