@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
@@ -79,6 +80,20 @@ type Principal struct {
 	// anonymous callers). Connections that outlive the request that authenticated them
 	// close at it.
 	Expires time.Time
+}
+
+// Owner is the key of what the caller owns across requests — tasks, MCP sessions and
+// tasks, session-RPC sessions: its subject within its credential's namespace, so that
+// equal subjects of two token issuers never share what they own. For a token it is the
+// quoted issuer, a space and the subject (a quoted prefix cannot be forged by a subject);
+// for API keys, client certificates and anonymous callers, whose names the operator
+// configures, the subject alone.
+func (p Principal) Owner() string {
+	if p.Claims == nil {
+		return p.Subject
+	}
+	iss, _ := p.Claims["iss"].(string)
+	return strconv.Quote(iss) + " " + p.Subject
 }
 
 // Credentials are what a face extracted from the transport before decoding any payload.

@@ -12,7 +12,7 @@ import (
 
 // A legacy SSE session (GET /sse, then POST /message?sessionId=…) is bound to the caller
 // that opened it, as a streamable HTTP session is: its ID is 16 random bytes and the
-// session owner (ownerOf: a hash of the subject), both hex, and a message whose caller is
+// session owner (ownerOf: a hash of the caller's issuer and subject), both hex, and a message whose caller is
 // not the owner is answered as for an unknown session — a leaked session ID is no use
 // without its owner's credential, and nobody can post into another caller's session.
 

@@ -29,7 +29,8 @@ import (
 //	          | the client's capability bits (1 byte) | owner (8 bytes)
 //	          | the negotiated protocol version
 //
-// The owner is the first 8 bytes of SHA-256 of the subject that initialized the session:
+// The owner is the first 8 bytes of SHA-256 of the owner key (gateway.Principal.Owner: the
+// token's issuer and subject) of the caller that initialized the session:
 // a session ID is bound to its caller, and a request, GET or DELETE presenting it with
 // another caller's credential is answered as for an unknown session (404), so a leaked
 // session ID is no use without its owner's credential.

@@ -264,7 +264,7 @@ func errTaskNotFound(id string) *gateway.Error {
 
 // lookup returns the caller's MCP task id.
 func (t *taskFace) lookup(ctx context.Context, who faces.Caller, id string) (indexedTask, error) {
-	entry, ok, err := t.index.get(ctx, who.Principal.Subject, id)
+	entry, ok, err := t.index.get(ctx, who.Principal.Owner(), id)
 	switch {
 	case err != nil:
 		return entry, gateway.NewError(schemas.CodeUnavailable).With("reason", "the task store is unavailable").Wrap(err)
@@ -308,8 +308,8 @@ func (t *taskFace) create(ctx context.Context, who faces.Caller, tr *taskRequest
 	if err != nil {
 		return nil, gateway.Errorf(schemas.CodeInvalidParams, "params.arguments is not JSON").With("field", "arguments")
 	}
-	subject := who.Principal.Subject
-	if err := t.index.add(ctx, subject, entry); err != nil {
+	owner := who.Principal.Owner()
+	if err := t.index.add(ctx, owner, entry); err != nil {
 		if ge, ok := errors.AsType[*gateway.Error](err); ok {
 			return nil, ge
 		}
@@ -319,7 +319,7 @@ func (t *taskFace) create(ctx context.Context, who faces.Caller, tr *taskRequest
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
-		_ = t.index.remove(context.WithoutCancel(ctx), subject, entry.ID)
+		_ = t.index.remove(context.WithoutCancel(ctx), owner, entry.ID)
 		return nil, gateway.ShutdownError()
 	}
 	t.wg.Add(1)
@@ -339,7 +339,7 @@ func (t *taskFace) create(ctx context.Context, who faces.Caller, tr *taskRequest
 		}
 	}
 	if gerr != nil {
-		_ = t.index.remove(context.WithoutCancel(ctx), subject, entry.ID)
+		_ = t.index.remove(context.WithoutCancel(ctx), owner, entry.ID)
 		return nil, gerr
 	}
 	task := t.taskOf(entry, statusView{Status: string(nk.TaskAccepted), CreatedAt: entry.Created, UpdatedAt: now.UnixMilli()})
@@ -675,7 +675,7 @@ func (t *taskFace) list(ctx context.Context, who faces.Caller, tr *taskRequest) 
 	if tr.p.Cursor != nil && *tr.p.Cursor != "" {
 		return nil, gateway.Errorf(schemas.CodeInvalidParams, "Invalid cursor: tasks/list answers in one page").With("field", "cursor")
 	}
-	entries, err := t.index.list(ctx, who.Principal.Subject)
+	entries, err := t.index.list(ctx, who.Principal.Owner())
 	if err != nil {
 		return nil, gateway.NewError(schemas.CodeUnavailable).With("reason", "the task store is unavailable").Wrap(err)
 	}

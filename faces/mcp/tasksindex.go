@@ -38,7 +38,8 @@ type indexedTask struct {
 // ttlMs is the task's lifetime from its creation, the ttl MCP reports.
 func (t indexedTask) ttlMs() int64 { return t.Expires - t.Created }
 
-// prefixTaskIndex + base64url(subject) → the JSON array of a principal's indexedTasks.
+// prefixTaskIndex + base64url(owner) → the JSON array of a caller's indexedTasks (owner:
+// gateway.Principal.Owner, the token's issuer and subject).
 const prefixTaskIndex = "mcp:tasks:"
 
 // indexCASAttempts bounds the compare-and-swap retries of one change of an index.

@@ -98,7 +98,7 @@ type sessionOwner [sessionOwnerBytes]byte
 
 // ownerOf returns the owner of the sessions p opens.
 func ownerOf(p gateway.Principal) sessionOwner {
-	sum := sha256.Sum256([]byte(p.Subject))
+	sum := sha256.Sum256([]byte(p.Owner()))
 	return sessionOwner(sum[:sessionOwnerBytes])
 }
 

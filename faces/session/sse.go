@@ -144,7 +144,7 @@ var errTooManySessions = errors.New("too many sessions")
 // sseSession returns principal's session sid, creating it when create; sessions idle past
 // session_idle are dropped on the way.
 func (f *Face) sseSession(cfg *Config, principal gateway.Principal, sid string, create bool) (*session, error) {
-	key := principal.Subject
+	key := principal.Owner()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed && create {

@@ -298,8 +298,15 @@ func TestOwnerIsolation(t *testing.T) {
 	b := newBlocker(`{}`)
 	e.capability("wait", b.run)
 	s := e.service(fastTasks())
-	openStream(t)(call(t, s, "alice", nekte.MethodDelegate, delegate("t-1", "wait", `{}`)))
+	alice := gateway.Principal{Subject: "alice", Claims: map[string]any{"iss": "https://idp-a.example/", "sub": "alice"}}
+	openStream(t)(callAs(t, s, alice, nekte.MethodDelegate, delegate("t-1", "wait", `{}`)))
 	waitFor(t, b.started, "the task to start")
+	others := map[string]gateway.Principal{
+		"another subject": {Subject: "bob"},
+		// the same subject of another issuer, and an API key of that name: other callers
+		"another issuer": {Subject: "alice", Claims: map[string]any{"iss": "https://idp-b.example/", "sub": "alice"}},
+		"an API key":     {Subject: "alice"},
+	}
 	for _, m := range []struct{ method, params string }{
 		{nekte.MethodTaskStatus, `{"task_id":"t-1"}`},
 		{nekte.MethodTaskCancel, `{"task_id":"t-1"}`},
@@ -308,19 +315,22 @@ func TestOwnerIsolation(t *testing.T) {
 		{rn.MethodTaskStream, `{"task_id":"t-1"}`},
 		{nekte.MethodVerify, `{"task_id":"t-1","checks":["hash"]}`},
 	} {
-		t.Run(m.method, func(t *testing.T) {
-			_, err := call(t, s, "bob", m.method, m.params)
-			if ge := wantCode(t, err, schemas.CodeTaskNotFound); ge.Message() != "Task not found: t-1" {
-				t.Fatalf("message %q", ge.Message())
-			}
-		})
+		for who, p := range others {
+			t.Run(m.method+"/"+who, func(t *testing.T) {
+				_, err := callAs(t, s, p, m.method, m.params)
+				if ge := wantCode(t, err, schemas.CodeTaskNotFound); ge.Message() != "Task not found: t-1" {
+					t.Fatalf("message %q", ge.Message())
+				}
+			})
+		}
 	}
 	// bob's own t-1 is another task.
 	if evs := mustDelegate(t, s, "bob", delegate("t-1", "echo", `{}`)); evs[len(evs)-1].Event != nekte.EventComplete {
 		t.Fatalf("bob's task ended with %s", evs[len(evs)-1].Event)
 	}
-	if m := status(t, s, "alice", "t-1"); m["status"] != "running" {
-		t.Fatalf("alice's task is %v", m["status"])
+	res, err := callAs(t, s, alice, nekte.MethodTaskStatus, `{"task_id":"t-1"}`)
+	if err != nil || !strings.Contains(string(res.Value), `"status":"running"`) {
+		t.Fatalf("alice's task: %v %v", res, err)
 	}
 	close(b.release)
 }

@@ -238,9 +238,15 @@ func (e *env) service(cfg rn.Config) *rn.Service {
 // call invokes method with params as subject.
 func call(t *testing.T, s *rn.Service, subject, method, params string) (*gateway.Result, error) {
 	t.Helper()
+	return callAs(t, s, gateway.Principal{Subject: subject}, method, params)
+}
+
+// callAs invokes method with params as p.
+func callAs(t *testing.T, s *rn.Service, p gateway.Principal, method, params string) (*gateway.Result, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	return s.Invoke(ctx, &gateway.Call{Method: method, Params: []byte(params), Principal: gateway.Principal{Subject: subject}})
+	return s.Invoke(ctx, &gateway.Call{Method: method, Params: []byte(params), Principal: p})
 }
 
 // mustCall is call that fails the test on error and returns the result's JSON value.

@@ -164,7 +164,7 @@ func (s *Service) ReceiptKey() json.RawMessage {
 // Invoke implements gateway.Target: it decodes the params of call.Method strictly
 // (codecs/nekte.Decode) and runs the method for call.Principal.
 func (s *Service) Invoke(ctx context.Context, call *gateway.Call) (*gateway.Result, error) {
-	owner := call.Principal.Subject
+	owner := call.Principal.Owner()
 	switch call.Method {
 	case nk.MethodDiscover:
 		return s.discover(call)
