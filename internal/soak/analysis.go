@@ -62,6 +62,8 @@ type Result struct {
 	// the protocol has one (a session errorId, a revoked credential).
 	Code int
 	Name string
+	// Msg is the typed error's message and data, for the report's examples.
+	Msg string
 	// Transport is the error when no answer of the protocol came at all.
 	Transport error
 	// Wrong describes an answer that is neither the expected result nor a typed error.
@@ -151,8 +153,10 @@ const MinFlatSamples = 6
 // Flat judges whether the samples taken at or after warm are flat within tol (0.05 = ±5%):
 // the median of the last third against the median of the first third. Medians make one
 // outlier (a GC cycle, a burst of in-flight calls) irrelevant, and comparing thirds rather
-// than first and last sample asks whether the level moved, not whether it wobbles.
-func Flat(samples []Sample, warm time.Time, tol float64) Flatness {
+// than first and last sample asks whether the level moved, not whether it wobbles. slack is
+// an absolute change always allowed (for small counts, where one pooled connection is more
+// than tol); 0 for none.
+func Flat(samples []Sample, warm time.Time, tol, slack float64) Flatness {
 	var vs []float64
 	for _, s := range samples {
 		if !s.At.Before(warm) {
@@ -175,7 +179,7 @@ func Flat(samples []Sample, warm time.Time, tol float64) Flatness {
 	default:
 		f.Change = (f.Last - f.First) / f.First
 	}
-	f.Flat = math.Abs(f.Change) <= tol
+	f.Flat = math.Abs(f.Change) <= tol || math.Abs(f.Last-f.First) <= slack
 	return f
 }
 

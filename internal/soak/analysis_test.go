@@ -68,32 +68,35 @@ func TestFlat(t *testing.T) {
 		flat     bool
 		why      bool
 		minDelta float64 // |Change| at least
+		slack    float64
 	}{
-		{"constant", series(30, func(int) float64 { return 100 }), t0, true, false, 0},
-		{"noise within 5%", series(30, func(i int) float64 { return 100 + float64(i%3) }), t0, true, false, 0},
+		{"constant", series(30, func(int) float64 { return 100 }), t0, true, false, 0, 0},
+		{"noise within 5%", series(30, func(i int) float64 { return 100 + float64(i%3) }), t0, true, false, 0, 0},
 		{"a spike in each third is ignored", series(30, func(i int) float64 {
 			if i%10 == 5 {
 				return 1000
 			}
 			return 100
-		}), t0, true, false, 0},
-		{"a steady leak", series(30, func(i int) float64 { return 100 + 2*float64(i) }), t0, false, false, 0.3},
-		{"a slow leak of 6%", series(30, func(i int) float64 { return 100 + 0.3*float64(i) }), t0, false, false, 0.05},
-		{"a drop", series(30, func(i int) float64 { return 100 - 2*float64(i) }), t0, false, false, 0.4},
-		{"the growth of warm-up is not judged", series(40, func(i int) float64 { return math.Min(100, float64(10*i)) }), at0(10), true, false, 0},
-		{"warm-up included it is", series(40, func(i int) float64 { return math.Min(100, float64(10*i)) }), t0, false, false, 0.1},
-		{"too few samples", series(5, func(int) float64 { return 1 }), t0, false, true, 0},
+		}), t0, true, false, 0, 0},
+		{"a steady leak", series(30, func(i int) float64 { return 100 + 2*float64(i) }), t0, false, false, 0.3, 0},
+		{"a slow leak of 6%", series(30, func(i int) float64 { return 100 + 0.3*float64(i) }), t0, false, false, 0.05, 0},
+		{"a drop", series(30, func(i int) float64 { return 100 - 2*float64(i) }), t0, false, false, 0.4, 0},
+		{"the growth of warm-up is not judged", series(40, func(i int) float64 { return math.Min(100, float64(10*i)) }), at0(10), true, false, 0, 0},
+		{"warm-up included it is", series(40, func(i int) float64 { return math.Min(100, float64(10*i)) }), t0, false, false, 0.1, 0},
+		{"too few samples", series(5, func(int) float64 { return 1 }), t0, false, true, 0, 0},
 		{"from zero", series(30, func(i int) float64 {
 			if i < 15 {
 				return 0
 			}
 			return 5
-		}), t0, false, false, 1},
-		{"zero throughout", series(30, func(int) float64 { return 0 }), t0, true, false, 0},
+		}), t0, false, false, 1, 0},
+		{"zero throughout", series(30, func(int) float64 { return 0 }), t0, true, false, 0, 0},
+		{"a small count moving by the slack", series(30, func(i int) float64 { return 40 - 1.5*float64(i/10) }), t0, true, false, 0.07, 3},
+		{"a small count leaking past the slack", series(30, func(i int) float64 { return 60 + float64(i/3) }), t0, false, false, 0.1, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := Flat(tt.samples, tt.warm, 0.05)
+			f := Flat(tt.samples, tt.warm, 0.05, tt.slack)
 			t.Logf("%s", f.describe())
 			if f.Flat != tt.flat || (f.Why != "") != tt.why {
 				t.Fatalf("Flat = %+v, want flat %v (no verdict %v)", f, tt.flat, tt.why)

@@ -25,7 +25,7 @@ var plotColors = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"}
 // SVG draws the series over time since start as an SVG line plot with the marks as dashed
 // vertical lines; unit names the y axis.
 func SVG(title, unit string, start time.Time, series []Series, marks []Mark) string {
-	const w, h, left, right, top, bottom = 900.0, 420.0, 70.0, 20.0, 40.0, 110.0
+	const w, h, left, right, top, bottom = 900.0, 560.0, 70.0, 20.0, 40.0, 250.0
 	pw, ph := w-left-right, h-top-bottom
 	maxT, maxV := 1.0, 0.0
 	for _, s := range series {

@@ -155,6 +155,7 @@ func typedHTTP(r *Result, resp *http.Response, body []byte) {
 	var rep rpcReply
 	if json.Unmarshal(body, &rep) == nil && rep.Error != nil && rep.Error.Code != 0 {
 		r.Code = rep.Error.Code
+		r.Msg = rep.Error.Message + " " + clip(rep.Error.Data)
 		return
 	}
 	switch {
@@ -193,6 +194,7 @@ func fromReply(r *Result, rep rpcReply, check func(json.RawMessage) string) {
 	switch {
 	case rep.Error != nil && rep.Error.Code != 0:
 		r.Code = rep.Error.Code
+		r.Msg = rep.Error.Message + " " + clip(rep.Error.Data)
 	case rep.Error != nil:
 		r.Wrong = "error without a code: " + rep.Error.Message
 	case rep.Result == nil:
@@ -317,6 +319,7 @@ func (c *caller) delegate(ctx context.Context, r *Result, rep *replica, seq int6
 				Code int `json:"code"`
 			}
 			_ = json.Unmarshal([]byte(data), &e)
+			r.Msg = clip([]byte(data))
 			if e.Code == 0 {
 				r.Name = "task_" + event
 			}
@@ -357,11 +360,11 @@ func (c *caller) a2a(ctx context.Context, r *Result, rep *replica, seq int64, a,
 			}
 			return ""
 		case strings.Contains(s, "TASK_STATE_FAILED"), strings.Contains(s, "TASK_STATE_REJECTED"):
-			r.Name = "a2a_task_failed"
+			r.Name, r.Msg = "a2a_task_failed", clip(res)
 			return ""
 		case strings.Contains(s, "TASK_STATE_SUBMITTED"), strings.Contains(s, "TASK_STATE_WORKING"):
 			// A task answered as it stands (A2A: the client polls GetTask).
-			r.Name = "a2a_task_not_ended"
+			r.Name, r.Msg = "a2a_task_not_ended", clip(res)
 			return ""
 		}
 		return "task neither completed nor failed: " + clip(res)
@@ -401,7 +404,7 @@ func (c *caller) session(ctx context.Context, r *Result, rep *replica, seq int64
 			}
 			return true
 		case "chat.error", "error":
-			r.Name, r.Code = m.Payload.ErrorID, m.Payload.Code
+			r.Name, r.Code, r.Msg = m.Payload.ErrorID, m.Payload.Code, clip([]byte(data))
 			if r.Name == "" && r.Code == 0 {
 				r.Wrong = "untyped " + clip([]byte(data))
 			}
