@@ -235,7 +235,7 @@ func (p *Platform) sample(rep *Report, mu *sync.Mutex) {
 			continue
 		}
 		if v, err := rssKB(pid); err == nil {
-			add("rss_kb", i, v)
+			add(kindRSS, i, v)
 		}
 		if v, err := openFiles(pid); err == nil {
 			add("open_files", i, v)
@@ -421,7 +421,10 @@ func (rep *Report) judge() {
 	}
 }
 
-var seriesKinds = []string{"rss_kb", "open_files", "goroutines"}
+// kindRSS is the series of resident memory (KiB).
+const kindRSS = "rss_kb"
+
+var seriesKinds = []string{kindRSS, "open_files", "goroutines"}
 
 // countSlack is the absolute change of a count (open files, goroutines) always allowed: at
 // about 60 descriptors ±5% is three, which the load's pooled connections to a replica
@@ -430,7 +433,7 @@ var seriesKinds = []string{"rss_kb", "open_files", "goroutines"}
 const countSlack = 3
 
 func slackOf(kind string) float64 {
-	if kind == "rss_kb" {
+	if kind == kindRSS {
 		return 0
 	}
 	return countSlack
@@ -455,7 +458,7 @@ func (rep *Report) write() error {
 		marks = append(marks, Mark{At: e.At, Label: e.Name})
 	}
 	plots := map[string]string{
-		"soak-rss.svg":        SVG("RSS per replica over the soak (MiB)", "MiB", rep.Start, rep.series("rss_kb", 1.0/1024), marks),
+		"soak-rss.svg":        SVG("RSS per replica over the soak (MiB)", "MiB", rep.Start, rep.series(kindRSS, 1.0/1024), marks),
 		"soak-goroutines.svg": SVG("Goroutines per replica over the soak", "goroutines", rep.Start, rep.series("goroutines", 1), marks),
 	}
 	for name, svg := range plots {
@@ -627,7 +630,7 @@ func (rep *Report) Text() string {
 				switch {
 				case !ok:
 					fmt.Fprintf(&b, "– | ")
-				case kind == "rss_kb":
+				case kind == kindRSS:
 					fmt.Fprintf(&b, "%.1f | ", v/1024)
 				default:
 					fmt.Fprintf(&b, "%.0f | ", v)
