@@ -26,6 +26,7 @@ include make/observability.mk
 include make/redis.mk
 include make/s3.mk
 include make/helm.mk
+include make/soak.mk
 
 .DEFAULT_GOAL := help
 

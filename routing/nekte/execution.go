@@ -54,7 +54,7 @@ func newExecution(s *Service, rn *run, c capability.Capability, r *record) *exec
 
 // run executes the task until it ends, is cancelled, suspended or moved on elsewhere.
 func (x *execution) run(ctx context.Context) {
-	r, err := x.begin(ctx)
+	r, err := x.beginRetrying(ctx)
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errCauseClosing) {
 			x.suspendSelf(ctx)
@@ -75,6 +75,33 @@ func (x *execution) run(ctx context.Context) {
 	go x.call(gateway.WithProgress(cctx, x.onProgress))
 	x.loop(ctx, cctx)
 }
+
+// beginRetrying is begin, tried again while the state store fails (Redis restarting, a
+// network blip), for at most the task's timeout: a task whose start could not be recorded
+// would otherwise stay accepted with nobody to run it, and its streams would never end.
+// When the store is still failing at the end, the task is failed (if that can be recorded).
+func (x *execution) beginRetrying(ctx context.Context) (*record, error) {
+	r, err := x.begin(ctx)
+	limit := time.Now().Add(time.Duration(x.rec.TimeoutMs) * time.Millisecond)
+	for pause := beginRetryPause; err != nil && !errors.Is(err, errStale) && ctx.Err() == nil; pause = min(2*pause, time.Second) {
+		if !time.Now().Add(pause).Before(limit) {
+			x.fail(ctx, errTaskFailed(x.rn.id, "the state store was unavailable when it was to start"))
+			return nil, err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		r, err = x.begin(ctx)
+	}
+	return r, err
+}
+
+// beginRetryPause is the first pause before beginRetrying tries again.
+const beginRetryPause = 50 * time.Millisecond
 
 // begin moves a newly delegated task from accepted to running; a resumed task is running
 // already.
