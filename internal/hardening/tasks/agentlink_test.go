@@ -20,7 +20,8 @@ import (
 )
 
 // agentConfig lets anonymous agents connect from loopback to the internal listener, with
-// short heartbeats and dispatch timeout so that silence and lateness show within a run.
+// short heartbeats and dispatch timeout so that silence and lateness show within a run —
+// yet generous for a loaded machine: silence shows after 1s, before a task's 2s timeout.
 const agentConfig = `
 server:
   boundary: {addr: "127.0.0.1:0"}
@@ -32,9 +33,9 @@ auth:
 routing:
   demo: {}
 agents:
-  heartbeat_interval: 100ms
-  missed_heartbeats: 3
-  dispatch_timeout: 400ms
+  heartbeat_interval: 200ms
+  missed_heartbeats: 5
+  dispatch_timeout: 2s
   max_concurrent_tasks: 16
   auth: {require_credential: false, allow_loopback_anonymous: true}
 `
@@ -49,17 +50,19 @@ const (
 )
 
 // What the scripted agent does with a task; the caller names it in the input ("do").
-var agentBehaviours = []string{"ok", "fail", "reject", "duplicate", "late", "disconnect", "unknown-result", "silent"}
+var agentBehaviours = []string{"ok", "fail", "reject", "duplicate", "late", "disconnect", "half-close", "unknown-result", "silent"}
 
 // ending reports whether a behaviour ends the agent's connection (every task in flight
 // then fails with 1005).
-func ending(b string) bool { return b == "disconnect" || b == "unknown-result" || b == "silent" }
+func ending(b string) bool {
+	return b == "disconnect" || b == "half-close" || b == "unknown-result" || b == "silent"
+}
 
 // agentOutcomes is the model: the outcomes a call asking for behaviour b may end with,
 // when the episode's agent ends its connection (endsConn) or not.
 func agentOutcomes(b string, endsConn bool) map[int]bool {
 	own := map[string]int{"ok": 0, "duplicate": 0, "fail": codeFailed, "reject": codeRejected, "late": codeTimeout,
-		"disconnect": codeGone, "unknown-result": codeGone, "silent": codeGone}[b]
+		"disconnect": codeGone, "half-close": codeGone, "unknown-result": codeGone, "silent": codeGone}[b]
 	out := map[int]bool{own: true}
 	if endsConn { // in flight when the agent went: 1005; sent after it left: 1006
 		out[codeGone], out[codeNoAgent] = true, true
@@ -194,6 +197,10 @@ func (a *scriptedAgent) serve(ctx context.Context) error {
 			})
 		case "disconnect":
 			a.cancel() // an RST_STREAM with the task in flight
+		case "half-close":
+			a.sendMu.Lock()
+			_ = a.stream.CloseSend() // the agent's side of the stream ends with the task in flight
+			a.sendMu.Unlock()
 		case "unknown-result":
 			_ = a.send(agentResult("never-dispatched/1", true, `{}`))
 		case "silent":
@@ -211,7 +218,7 @@ func (a *scriptedAgent) close() {
 
 // TestAgentLinkModel: episodes of one scripted agent serving concurrent calls, each asking
 // for a behaviour — a result, a failure, a refusal, a duplicate result, a late one, a
-// result for a task never given, a disconnect or silence with tasks in flight — plus
+// result for a task never given, a reset, a half-close or silence with tasks in flight — plus
 // re-registration under a connected agent's id and calls with no agent; every call must
 // end with the model's outcome (a result or the typed error), and a reload runs all the
 // while.
