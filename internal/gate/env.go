@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,14 +35,20 @@ import (
 )
 
 // callerSecret signs the callers' tokens (HS256, issuer https://idp.gate).
-const callerSecret = "gate-caller-secret-0123456789abcdef0123456789"
+const callerSecret = "gate-caller-secret-0123456789abcdef0123456789" //nolint:gosec // a test identity provider's key, on loopback only
+
+// Names the environment uses more than once.
+const (
+	service    = "gatehouse"         // the gateway's service name, audience and issuer of hop tokens
+	objectJSON = `{"type":"object"}` // the schema of an operator taking or giving any object
+)
 
 // Timing of the environment: an agent lapses after missedBeats heartbeats of beatEvery
-// (1s of silence, far above a loaded machine's scheduling delays); the flaky backend's
+// (2s of silence, far above a loaded machine's scheduling delays); the flaky backend's
 // breaker opens after breakerMin judged calls and stays open breakerOpen.
 const (
 	beatEvery   = 250 * time.Millisecond
-	missedBeats = 4
+	missedBeats = 8
 	breakerMin  = 3
 	breakerOpen = 300 * time.Millisecond
 	reserve     = 100 * time.Millisecond
@@ -174,9 +181,9 @@ func (b *backend) count(method string) int {
 func (b *backend) last(method string) (seen, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for i := len(b.seen) - 1; i >= 0; i-- {
-		if b.seen[i].method == method {
-			return b.seen[i], true
+	for _, s := range slices.Backward(b.seen) {
+		if s.method == method {
+			return s, true
 		}
 	}
 	return seen{}, false
@@ -198,7 +205,7 @@ type env struct {
 // token returns a caller token for sub with scopes.
 func token(sub string, scopes ...string) (string, error) {
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
-		"iss": "https://idp.gate", "aud": "gatehouse", "sub": sub, "scope": strings.Join(scopes, " "),
+		"iss": "https://idp.gate", "aud": service, "sub": sub, "scope": strings.Join(scopes, " "),
 		"iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix(),
 	}).SignedString([]byte(callerSecret))
 }
@@ -207,7 +214,7 @@ func token(sub string, scopes ...string) (string, error) {
 func buildGatehouse(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "gatehouse")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/gatehouse")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/gatehouse") //nolint:gosec // a path of the run's own temporary directory
 	cmd.Dir = mcptest.RepoRoot(t)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building gatehouse: %v\n%s", err, out)
@@ -235,7 +242,7 @@ func setup(t testing.TB) *env {
 	t.Cleanup(e.client.CloseIdleConnections)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	v, err := hoptest.NewVerifier(ctx, e.gw.Base+httprpc.JWKSPath, "gatehouse", "calc", time.Second)
+	v, err := hoptest.NewVerifier(ctx, e.gw.Base+httprpc.JWKSPath, service, "calc", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,14 +268,14 @@ func (e *env) mustToken(t testing.TB, sub string, scopes ...string) string {
 }
 
 // startAgent runs an in-process reference agent with ops until the run ends (or stop is
-// called) and waits until the gateway lists it.
+// called), reconnecting should its link end, and waits until the gateway lists it.
 func (e *env) startAgent(t testing.TB, id, fault string, ops []demo.AgentOperator) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = demo.RunAgent(ctx, demo.AgentOptions{Addr: e.gw.Internal, ID: id, Fault: fault, Operators: ops, Logger: e.logger, MaxConcurrent: 8})
+		_ = demo.RunAgent(ctx, demo.AgentOptions{Addr: e.gw.Internal, ID: id, Fault: fault, Operators: ops, Logger: e.logger, MaxConcurrent: 8, Reconnect: true})
 	}()
 	var once sync.Once
 	stop = func() { once.Do(func() { cancel(); <-done }) }
@@ -308,7 +315,7 @@ func (e *env) operators() []demo.AgentOperator {
 	num := `{"type":"number"}`
 	in := `{"type":"object","properties":{"minuend":` + num + `,"subtrahend":` + num + `},"required":["minuend","subtrahend"]}`
 	return []demo.AgentOperator{
-		{ID: "plan", Description: "Subtracts by calling calc.subtract through the gateway.", Input: in, Output: `{"type":"object"}`, TypicalMs: 5,
+		{ID: "plan", Description: "Subtracts by calling calc.subtract through the gateway.", Input: in, Output: objectJSON, TypicalMs: 5,
 			Run: func(ctx context.Context, task demo.AgentTask) ([]byte, error) {
 				tok, err := token("gate-agent", "calc:read")
 				if err != nil {
@@ -321,9 +328,9 @@ func (e *env) operators() []demo.AgentOperator {
 				if r.Error != nil {
 					return nil, fmt.Errorf("calc.subtract: %d %s", r.Error.Code, r.Error.Message)
 				}
-				return json.Marshal(map[string]any{"difference": json.RawMessage(r.Result), "tool_trace": h.Get("X-Trace-Id")})
+				return json.Marshal(map[string]any{"difference": r.Result, "tool_trace": h.Get("X-Trace-Id")})
 			}},
-		{ID: "wait", Description: "Waits for its deadline.", Input: `{"type":"object"}`, Output: `{"type":"object"}`, TypicalMs: 5,
+		{ID: "wait", Description: "Waits for its deadline.", Input: objectJSON, Output: objectJSON, TypicalMs: 5,
 			Run: func(ctx context.Context, _ demo.AgentTask) ([]byte, error) {
 				dl, _ := ctx.Deadline()
 				select {
@@ -333,13 +340,13 @@ func (e *env) operators() []demo.AgentOperator {
 				<-ctx.Done()
 				return nil, ctx.Err()
 			}},
-		{ID: "fail", Description: "Fails with the reason it is given.", Input: `{"type":"object","properties":{"reason":{"type":"string"}}}`, Output: `{"type":"object"}`, TypicalMs: 1,
+		{ID: "fail", Description: "Fails with the reason it is given.", Input: `{"type":"object","properties":{"reason":{"type":"string"}}}`, Output: objectJSON, TypicalMs: 1,
 			Run: func(_ context.Context, task demo.AgentTask) ([]byte, error) {
 				var in struct{ Reason string }
 				_ = json.Unmarshal(task.Input, &in)
 				return nil, errors.New(in.Reason)
 			}},
-		{ID: "digest", Description: "SHA-256 of text.", Input: `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`, Output: `{"type":"object"}`, TypicalMs: 1,
+		{ID: "digest", Description: "SHA-256 of text.", Input: `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`, Output: objectJSON, TypicalMs: 1,
 			Run: func(_ context.Context, task demo.AgentTask) ([]byte, error) {
 				var in struct{ Text string }
 				if err := json.Unmarshal(task.Input, &in); err != nil {

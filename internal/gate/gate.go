@@ -13,6 +13,7 @@ package gate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -79,7 +80,7 @@ func Run(t testing.TB, opts Options) Report {
 	e := setup(t)
 	var results []Result
 	for _, s := range scenarios() {
-		if len(opts.Scenarios) > 0 && !contains(opts.Scenarios, s.name) {
+		if len(opts.Scenarios) > 0 && !slices.Contains(opts.Scenarios, s.name) {
 			continue
 		}
 		r := &rec{res: Result{Scenario: s.name, SLO: s.slo}}
@@ -105,15 +106,6 @@ func Run(t testing.TB, opts Options) Report {
 		opts.Logf("%s: %d runs, %d checks, %d failed, in %s", s.name, r.res.Runs, len(r.res.Checks), failed, time.Since(began).Round(time.Millisecond))
 	}
 	return Evaluate(results, opts.Thresholds)
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // rec records one scenario's checks and timed calls.

@@ -21,6 +21,9 @@ import (
 	agentlinkv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/agentlink/v1"
 )
 
+// latestLegacy is the last MCP revision with initialize (what an unknown revision gets).
+const latestLegacy = "2025-11-25"
+
 // simpleText is what the demo MCP server's test_simple_text tool answers.
 const simpleText = "This is a simple text response for testing."
 
@@ -119,7 +122,7 @@ func traceComplete(spans []otelstack.Span, p pendingTrace) error {
 	if ingress == nil {
 		return fmt.Errorf("no root span %q among %d spans", "http "+p.method, len(spans))
 	}
-	if ingress.Service != "gatehouse" || ingress.Tags["gatehouse.protocol"] != "http" || ingress.Tags["rpc.method"] != p.method ||
+	if ingress.Service != service || ingress.Tags["gatehouse.protocol"] != "http" || ingress.Tags["rpc.method"] != p.method ||
 		ingress.Tags["gatehouse.caller.hash"] == nil || ingress.Tags["gatehouse.caller.hash"] == "" {
 		return fmt.Errorf("ingress span attributes %v", ingress.Tags)
 	}
@@ -334,7 +337,7 @@ func batchSemantics(ctx context.Context, e *env, r *rec, i int) {
 
 // muteOp is the one operator of the silent agents: the agent accepts its task and then
 // says nothing more, heartbeats included.
-var muteOp = demo.AgentOperator{ID: "mute", Description: "Accepts a task and falls silent.", Input: `{"type":"object"}`, Output: `{"type":"object"}`, TypicalMs: 1,
+var muteOp = demo.AgentOperator{ID: "mute", Description: "Accepts a task and falls silent.", Input: objectJSON, Output: objectJSON, TypicalMs: 1,
 	Run: func(ctx context.Context, _ demo.AgentTask) ([]byte, error) { <-ctx.Done(); return nil, ctx.Err() }}
 
 // streamLifecycle, on the agent link (a bidirectional gRPC stream with heartbeats): an agent
@@ -414,7 +417,7 @@ func (e *env) halfClose(ctx context.Context, id string) (time.Duration, error) {
 	}
 	m, err := st.Recv()
 	if err != nil || m.GetWelcome() == nil {
-		return 0, fmt.Errorf("no welcome: %v %v", m, err)
+		return 0, fmt.Errorf("no welcome (%v): %w", m, err)
 	}
 	if err := waitFor(10*time.Second, func() bool { return e.agentListed(id) }); err != nil {
 		return 0, fmt.Errorf("never listed: %w", err)
@@ -455,7 +458,7 @@ func versionMismatch(ctx context.Context, e *env, r *rec, i int) {
 	if !r.check("caller token", false, err == nil, "%v", err) {
 		return
 	}
-	for _, v := range []struct{ asked, got string }{{"2025-06-18", "2025-06-18"}, {"2025-11-25", "2025-11-25"}, {"2024-01-01", "2025-11-25"}} {
+	for _, v := range []struct{ asked, got string }{{"2025-06-18", "2025-06-18"}, {latestLegacy, latestLegacy}, {"2024-01-01", latestLegacy}} {
 		var st int
 		var h http.Header
 		var body []byte
