@@ -35,6 +35,12 @@ func run() int {
 	var scenarios []string
 	if *only != "" {
 		scenarios = strings.Split(*only, ",")
+		for _, s := range scenarios {
+			if !slices.Contains(gate.Names(), s) {
+				fmt.Fprintf(os.Stderr, "gate: no scenario %q (the scenarios: %s)\n", s, strings.Join(gate.Names(), ","))
+				return 2
+			}
+		}
 	}
 
 	t := &runner{verbose: *verbose}
