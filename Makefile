@@ -27,6 +27,7 @@ include make/redis.mk
 include make/s3.mk
 include make/helm.mk
 include make/soak.mk
+include make/gate.mk
 
 .DEFAULT_GOAL := help
 
@@ -55,6 +56,7 @@ test: ## install test peers, vet, lint, check the Helm chart, the whole suite wi
 	$(GO) test -count=1 -run '^TestStageAllocBudgets$$' ./server/
 	@# bench/peers is its own module: keep it building (and its go.sum in step) with the product
 	cd bench/peers && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+	$(MAKE) --no-print-directory gate
 	$(MAKE) --no-print-directory fuzz
 
 .PHONY: fuzz

@@ -208,7 +208,10 @@ func (h *Hub) await(ctx context.Context, a *agent, spec *operatorSpec, t Task, i
 // maxInputErrors bounds the failures an input refusal lists.
 const maxInputErrors = 8
 
-// timeout is the task's timeout: asked (or the default), and no later than ctx's deadline.
+// timeout is the task's timeout: asked (or the default), and no later than ctx's deadline,
+// in whole milliseconds — what the agent is sent (timeout_ms), so that the agent's deadline
+// (its receipt plus timeout_ms) is never before the task's here: an agent stopping at its
+// deadline then reports after the task timed out, which is a timeout, not a failure.
 func (h *Hub) timeout(ctx context.Context, asked time.Duration) time.Duration {
 	d := asked
 	if d <= 0 {
@@ -216,10 +219,10 @@ func (h *Hub) timeout(ctx context.Context, asked time.Duration) time.Duration {
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		if left := dl.Sub(h.now()); left < d {
-			d = max(left, time.Millisecond)
+			d = left
 		}
 	}
-	return d
+	return max(d.Truncate(time.Millisecond), time.Millisecond)
 }
 
 // dispatchMessage builds the immutable TaskDispatch of tk, with its DataRefs resolved for

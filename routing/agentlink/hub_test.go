@@ -245,6 +245,28 @@ func TestTimeoutThenLateResultIgnored(t *testing.T) {
 	}
 }
 
+// TestFailureAtTheAgentsDeadlineIsATimeout: an agent that stops a task at the deadline it
+// was sent (its receipt of the dispatch plus timeout_ms) and reports the failure then gets
+// the task ended as a timeout (1004), not a failure (1003), even when the caller's timeout
+// is not a whole number of milliseconds (the agent is sent it rounded down).
+func TestFailureAtTheAgentsDeadlineIsATimeout(t *testing.T) {
+	for i := range 10 {
+		h, addr := startHub(t, fastConfig())
+		a := connect(t, addr, "all", descriptor("a1"))
+		a.welcome()
+		res := dispatchAsync(h, agentlink.Task{Operator: "echo", Input: echoInput("x"), Timeout: 100*time.Millisecond + 999*time.Microsecond})
+		d := a.dispatched()
+		received := time.Now()
+		a.ack(d.GetTaskId(), true, "")
+		time.Sleep(time.Until(received.Add(time.Duration(d.GetTimeoutMs()) * time.Millisecond)))
+		a.result(d.GetTaskId(), agentlinkv1.TaskStatus_TASK_STATUS_FAILED, "", "context deadline exceeded")
+		r := <-res
+		if data := wantCode(t, r.err, schemas.CodeAgentTimeout); data["timeout_ms"] != int64(100) {
+			t.Fatalf("task %d: data = %v", i, data)
+		}
+	}
+}
+
 func TestDuplicateResultKeepsTheFirst(t *testing.T) {
 	h, addr := startHub(t, fastConfig())
 	a := connect(t, addr, "all", descriptor("a1"))
