@@ -2,7 +2,6 @@ package faces
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -79,37 +78,54 @@ func dependsOnError(reason string) *gateway.Error {
 }
 
 // failCycles marks every member on a dependency cycle as failed (members that merely
-// depend on a cycle fail later with DEPENDENCY_FAILED when it does).
+// depend on a cycle fail later with DEPENDENCY_FAILED when it does): the members of every
+// strongly connected component of more than one member, or of one that depends on itself
+// (Tarjan's algorithm — a member joining a cycle only through a member already visited is
+// on it too).
 func (p *batchPlan) failCycles() {
-	const (
-		unvisited = iota
-		onStack
-		done
-	)
-	state := make([]uint8, len(p.deps))
+	n := len(p.deps)
+	index, low := make([]int, n), make([]int, n) // index 0: unvisited; visit order from 1
+	onStack := make([]bool, n)
 	var stack []int
+	next := 1
 	var visit func(i int)
 	visit = func(i int) {
-		state[i] = onStack
+		index[i], low[i] = next, next
+		next++
 		stack = append(stack, i)
+		onStack[i] = true
+		self := false
 		for _, j := range p.deps[i] {
-			switch state[j] {
-			case unvisited:
+			switch {
+			case j == i:
+				self = true
+			case index[j] == 0:
 				visit(j)
-			case onStack:
-				for _, s := range slices.Backward(stack) {
-					p.err[s] = dependsOnError("depends_on forms a cycle")
-					if s == j {
-						break
-					}
-				}
+				low[i] = min(low[i], low[j])
+			case onStack[j]:
+				low[i] = min(low[i], index[j])
 			}
 		}
-		stack = stack[:len(stack)-1]
-		state[i] = done
+		if low[i] != index[i] {
+			return
+		}
+		top := len(stack) - 1
+		for stack[top] != i {
+			top--
+		}
+		scc := stack[top:]
+		if len(scc) > 1 || self {
+			for _, s := range scc {
+				p.err[s] = dependsOnError("depends_on forms a cycle")
+			}
+		}
+		for _, s := range scc {
+			onStack[s] = false
+		}
+		stack = stack[:top]
 	}
 	for i := range p.deps {
-		if state[i] == unvisited {
+		if index[i] == 0 {
 			visit(i)
 		}
 	}

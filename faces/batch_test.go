@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -33,6 +35,9 @@ func TestPlanBatch(t *testing.T) {
 		{"unknown", []jsonrpc.Member{req("a", "zz"), req("b", "a")}, []bool{true, false}},
 		{"ambiguous", []jsonrpc.Member{req("a"), req("a"), req("b", "a")}, []bool{false, false, true}},
 		{"diamond", []jsonrpc.Member{req("a"), req("b", "a"), req("c", "a"), req("d", "b", "c")}, []bool{false, false, false, false}},
+		// c is on the cycle a→c→b→a, though the search reaches it only after a and b
+		{"joining a cycle through a member already visited", []jsonrpc.Member{req("a", "b", "c"), req("b", "a"), req("c", "b")}, []bool{true, true, true}},
+		{"two cycles and a bridge", []jsonrpc.Member{req("a", "b"), req("b", "a"), req("c", "d", "a"), req("d", "c")}, []bool{true, true, true, true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -43,6 +48,48 @@ func TestPlanBatch(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPlanBatchCyclesAgainstReachability: on random dependency graphs, a member fails as
+// on a cycle exactly when it reaches itself.
+func TestPlanBatchCyclesAgainstReachability(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2)) //nolint:gosec // reproducible graphs
+	for range 2000 {
+		n := 1 + rng.IntN(8)
+		members := make([]jsonrpc.Member, n)
+		deps := make([][]int, n)
+		for i := range members {
+			members[i] = jsonrpc.Member{Request: jsonrpc.Request{Method: "m", ID: jsonrpc.StringID(strconv.Itoa(i))}}
+			for j := range n {
+				if rng.IntN(4) == 0 {
+					deps[i] = append(deps[i], j)
+					members[i].Request.DependsOn = append(members[i].Request.DependsOn, jsonrpc.StringID(strconv.Itoa(j)))
+				}
+			}
+		}
+		p := planBatch(members)
+		for i := range n {
+			seen := make([]bool, n)
+			var reach func(k int) bool
+			reach = func(k int) bool {
+				for _, j := range deps[k] {
+					if j == i {
+						return true
+					}
+					if !seen[j] {
+						seen[j] = true
+						if reach(j) {
+							return true
+						}
+					}
+				}
+				return false
+			}
+			if want := reach(i); (p.err[i] != nil) != want {
+				t.Fatalf("graph %v: member %d failed=%v, on a cycle=%v", deps, i, p.err[i] != nil, want)
+			}
+		}
 	}
 }
 
