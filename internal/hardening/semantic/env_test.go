@@ -78,7 +78,7 @@ type env struct {
 	hits *atomic.Int64 // calls the calculator's service received
 	hc   *http.Client
 
-	mu     sync.Mutex
+	mu       sync.Mutex
 	counts   map[string]map[string]int // class → outcome → calls
 	failures int                       // calls seen after the test failed
 }
