@@ -190,7 +190,7 @@ func TestBatch(t *testing.T) {
 				// member of it (-32602): either way it does not run.
 				ok := got == codes[k] || onCycle[k] && got == schemas.CodeDependencyFailed
 				if !ok || !sameID(ms[k].id, r.ID) {
-					t.Errorf("%s: member %d (id %s) got %s, want %d\nbatch %s\nanswer %s", class, k, ms[k].id, r.ID, codes[k], batch, body)
+					t.Errorf("%s: member %d (id %s, answered as %s) got %d, want %d\nbatch %s\nanswer %s", class, k, ms[k].id, r.ID, got, codes[k], batch, body)
 				}
 				e.count(class, r.outcome())
 			}
