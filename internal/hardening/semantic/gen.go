@@ -149,10 +149,13 @@ func (g Gen) DeadlineHeader(class string, now int64) string {
 	}
 }
 
-// Budget is a NEKTE max_tokens value: negative, zero, huge, fractional or of the wrong
-// type.
-func (g Gen) Budget() string {
-	return pick(g, []string{`-1`, `-9223372036854775808`, `0`, `9223372036854775807`, `9223372036854775808`, `1e308`, `-1e308`, `1.5`, `"100"`, `null`, `true`, `[]`, `{}`})
+// Budget is a NEKTE max_tokens value and whether the gateway must take it: zero and
+// ordinary counts are taken; negative, huge, fractional and other types are refused.
+func (g Gen) Budget() (string, bool) {
+	if g.R.IntN(3) == 0 {
+		return pick(g, []string{`0`, `1`, `100000`}), true
+	}
+	return pick(g, []string{`-1`, `-9223372036854775808`, `9223372036854775808`, `1e308`, `-1e308`, `1.5`, `"100"`, `true`, `[]`, `{}`}), false
 }
 
 // HeaderPad is n bytes of a header value: visible ASCII, including the characters of
