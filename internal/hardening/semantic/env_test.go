@@ -84,8 +84,8 @@ type env struct {
 }
 
 // newEnv starts the calculator and the gateway and waits until the calculator's methods
-// are routed.
-func newEnv(t *testing.T) *env {
+// are routed; extra is more of the routing section.
+func newEnv(t *testing.T, extra ...string) *env {
 	t.Helper()
 	e := &env{t: t, hits: &atomic.Int64{}, counts: map[string]map[string]int{}, gen: Gen{R: hardening.Rand(t)}}
 	count := func(method string) {
@@ -110,8 +110,8 @@ func newEnv(t *testing.T) *env {
 	go func() { defer close(served); _ = gs.Serve(ln) }()
 	t.Cleanup(func() { gs.Stop(); <-served }) // after the gateway's stop
 	e.addr = ln.Addr().String()
-	e.g = hardening.Start(t, fmt.Sprintf(config, e.addr, maxHeader, maxRecv, maxBody, maxDepth, maxString, maxBatch,
-		maxWSMessage, maxTaskInput, maxA2AMessage, maxA2AParts, maxSession))
+	e.g = hardening.Start(t, strings.Replace(fmt.Sprintf(config, e.addr, maxHeader, maxRecv, maxBody, maxDepth, maxString, maxBatch,
+		maxWSMessage, maxTaskInput, maxA2AMessage, maxA2AParts, maxSession), "nekte:", strings.Join(extra, "")+"nekte:", 1))
 	e.hc = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{}}
 	t.Cleanup(e.hc.CloseIdleConnections)
 	deadline := time.Now().Add(20 * time.Second)
@@ -237,7 +237,10 @@ func (r reply) outcome() string {
 // parseReply checks that raw is one well-formed JSON-RPC 2.0 response — "jsonrpc":"2.0",
 // an id, exactly one of result and error, an error with a code of the table, a
 // non-empty message and object data with a trace id — and returns it.
-func parseReply(raw []byte) (reply, error) {
+func parseReply(raw []byte) (reply, error) { return parseReplyOf(raw, true) }
+
+// parseReplyOf is parseReply; traced asks for data.trace_id in an error.
+func parseReplyOf(raw []byte, traced bool) (reply, error) {
 	var m map[string]json.RawMessage
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
@@ -281,7 +284,7 @@ func parseReply(raw []byte) (reply, error) {
 		if _, ok := schemas.Lookup(schemas.Code(n)); !ok {
 			return reply{}, fmt.Errorf("code %d is not in the error table", n)
 		}
-		if pe.Data == nil || pe.Data["trace_id"] == nil {
+		if traced && (pe.Data == nil || pe.Data["trace_id"] == nil) {
 			return reply{}, fmt.Errorf("error data without trace_id")
 		}
 		r.Error = &rpcError{Code: schemas.Code(n), Message: *pe.Message, Data: pe.Data}
