@@ -2,6 +2,7 @@ package semantic
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -61,9 +62,7 @@ func TestA2A(t *testing.T) {
 		cl := classes[i%len(classes)]
 		c := cl.make()
 		h := map[string]string{"A2A-Version": "1.0"}
-		for k, v := range c.headers {
-			h[k] = v
-		}
+		maps.Copy(h, c.headers)
 		before, keys := e.hits.Load(), e.g.State.Len()
 		status, _, body := e.post("/a2a", c.body, h)
 		hits := e.hits.Load() - before

@@ -19,18 +19,18 @@ func pick[T any](g Gen, xs []T) T { return xs[g.R.IntN(len(xs))] }
 // ValidIDs are JSON-RPC ids the envelope accepts: strings, numbers of every shape
 // (zero, negative, past 2^53, the largest double, fractions, exponents) and null.
 var ValidIDs = []string{
-	`0`, `-1`, `1`, `9007199254740993`, `-9007199254740993`, `1e308`, `-1e308`, `1.5`, `-0`, `0.0`,
+	`0`, `-1`, `1`, `9007199254740993`, `-9007199254740993`, `1e308`, `-1e308`, `1.5`, `-0`, `0.0`, //nolint:goconst // JSON texts
 	`123456789012345678901234567890`, `1E+2`, `5e-324`, `""`, `"0"`, `"-1"`, `"id"`, `null`,
 }
 
 // InvalidIDs are ids of the JSON types the envelope refuses: booleans, objects, arrays.
-var InvalidIDs = []string{`true`, `false`, `{}`, `{"a":1}`, `[]`, `[1]`, `[null]`, `{"id":1}`}
+var InvalidIDs = []string{`true`, `false`, `{}`, `{"a":1}`, `[]`, `[1]`, `[null]`, `{"id":1}`} //nolint:goconst // JSON texts
 
-// ValidID is one valid id, sometimes a string of random hostile content of at most max
+// ValidID is one valid id, sometimes a string of random hostile content of at most limit
 // bytes between its quotes.
-func (g Gen) ValidID(max int) string {
+func (g Gen) ValidID(limit int) string {
 	if g.R.IntN(3) == 0 {
-		return `"` + g.Content(max) + `"`
+		return `"` + g.Content(limit) + `"`
 	}
 	return pick(g, ValidIDs)
 }
@@ -49,14 +49,14 @@ var hostile = []string{
 	`a`, `b`, `0`, `.`, `/`, `\\`, `\/`, `é`, `日本`,
 }
 
-// Content is JSON string content (without quotes) of at most max raw bytes, made of
+// Content is JSON string content (without quotes) of at most limit raw bytes, made of
 // hostile pieces.
-func (g Gen) Content(max int) string {
+func (g Gen) Content(limit int) string {
 	var b strings.Builder
 	n := 1 + g.R.IntN(8)
 	for range n {
 		p := pick(g, hostile)
-		if b.Len()+len(p) > max {
+		if b.Len()+len(p) > limit {
 			break
 		}
 		b.WriteString(p)

@@ -3,8 +3,8 @@ package semantic
 import (
 	"context"
 	"encoding/json"
-	"math/big"
 	"fmt"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"strings"

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"unicode/utf8"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gatehouse-dev/gatehouse/internal/hardening"
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -31,11 +31,11 @@ func TestNEKTE(t *testing.T) {
 			return c
 		}},
 		{"invoke/cap-injection", func() call { // within the 64 characters of an id
-			cap := g.Injected("calc.subtract")
-			for chars(cap) > 64 {
-				cap = g.Injected("calc.subtract")
+			capID := g.Injected("calc.subtract")
+			for chars(capID) > 64 {
+				capID = g.Injected("calc.subtract")
 			}
-			return call{body: `{"jsonrpc":"2.0","id":2,"method":"nekte.invoke","params":{"cap":"` + cap + `",` + in + `}}`,
+			return call{body: `{"jsonrpc":"2.0","id":2,"method":"nekte.invoke","params":{"cap":"` + capID + `",` + in + `}}`,
 				id: "2", want: want{code: schemas.CodeCapabilityNotFound}}
 		}},
 		{"invoke/cap-at-limit", func() call {

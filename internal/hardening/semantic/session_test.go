@@ -67,7 +67,9 @@ func TestSession(t *testing.T) {
 		{"message/over-limit", func() sessCall {
 			return sessCall{env: pad(start("rpc_6", args), maxSession+1), want: "close-1009"}
 		}},
-		{"message/at-limit", func() sessCall { return sessCall{env: pad(start("rpc_7", args), maxSession), id: "rpc_7", want: "chat.done"} }},
+		{"message/at-limit", func() sessCall {
+			return sessCall{env: pad(start("rpc_7", args), maxSession), id: "rpc_7", want: "chat.done"}
+		}},
 	}
 	n := hardening.Iterations(t, 240)
 	for i := range n {
