@@ -5,9 +5,12 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf16"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -151,12 +154,41 @@ func (b *Backend) callMetadata(ctx context.Context, call *gateway.Call, md metad
 		add("traceparent", traceparent(call.TraceID))
 	}
 	if !call.ID.IsZero() {
-		add("x-jsonrpc-id", call.ID.Raw())
+		add("x-jsonrpc-id", asciiID(call.ID.Raw()))
 	}
 	if tok := b.hopCredential(ctx); tok != "" {
 		add("authorization", "Bearer "+tok)
 	}
 	return md
+}
+
+// asciiID is the JSON text of an id as metadata may carry it: printable ASCII only (gRPC
+// refuses any other byte in a metadata value, failing the whole call). Characters outside
+// it are written as \u escapes, which denote the same JSON string; a byte that is not
+// UTF-8 becomes \ufffd.
+func asciiID(raw string) string {
+	i := 0
+	for i < len(raw) && raw[i] >= 0x20 && raw[i] < 0x7f {
+		i++
+	}
+	if i == len(raw) {
+		return raw
+	}
+	var b strings.Builder
+	b.Grow(len(raw) + 16)
+	b.WriteString(raw[:i])
+	for _, r := range raw[i:] {
+		switch {
+		case r >= 0x20 && r < 0x7f:
+			b.WriteRune(r)
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+		default: // controls and DEL cannot stand raw in a JSON string's text but in an escape
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.String()
 }
 
 // budget is the call's hop budget with this backend's own deadline_reserve, when it has
