@@ -185,11 +185,7 @@ func TestBatch(t *testing.T) {
 					served++
 				}
 				class := "batch/depends_on/" + memberClass(codes[k], onCycle[k])
-				// A member on a cycle that the gateway's search reaches only through a
-				// cross edge is failed as a dependant of the cycle (-32025) rather than as a
-				// member of it (-32602): either way it does not run.
-				ok := got == codes[k] || onCycle[k] && got == schemas.CodeDependencyFailed
-				if !ok || !sameID(ms[k].id, r.ID) {
+				if got != codes[k] || !sameID(ms[k].id, r.ID) {
 					t.Errorf("%s: member %d (id %s, answered as %s) got %d, want %d\nbatch %s\nanswer %s", class, k, ms[k].id, r.ID, got, codes[k], batch, body)
 				}
 				e.count(class, r.outcome())
