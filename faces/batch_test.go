@@ -54,7 +54,7 @@ func TestPlanBatch(t *testing.T) {
 // TestPlanBatchCyclesAgainstReachability: on random dependency graphs, a member fails as
 // on a cycle exactly when it reaches itself.
 func TestPlanBatchCyclesAgainstReachability(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2)) //nolint:gosec // reproducible graphs
+	rng := rand.New(rand.NewPCG(1, 2)) // reproducible graphs
 	for range 2000 {
 		n := 1 + rng.IntN(8)
 		members := make([]jsonrpc.Member, n)
