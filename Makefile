@@ -26,6 +26,7 @@ include make/observability.mk
 include make/redis.mk
 include make/s3.mk
 include make/helm.mk
+include make/fuzz.mk
 
 .DEFAULT_GOAL := help
 
@@ -55,10 +56,6 @@ test: ## install test peers, vet, lint, check the Helm chart, the whole suite wi
 	@# bench/peers is its own module: keep it building (and its go.sum in step) with the product
 	cd bench/peers && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory fuzz
-
-.PHONY: fuzz
-fuzz: ## run every fuzz target for FUZZTIME
-	@GO=$(GO) FUZZTIME=$(FUZZTIME) ./make/fuzz.sh
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## golangci-lint (v2, default: all, see .golangci.yml)
