@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
 )
 
 func TestDecodeRequest(t *testing.T) {
@@ -169,6 +171,8 @@ func TestChecker(t *testing.T) {
 }
 
 func FuzzDecodeRequest(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	fuzzseed.Add(f, fuzzseed.SessionRequest)
 	for _, s := range []string{`{"id":"rpc_1","type":"chat.start","payload":{"message":"hi"}}`, `{"id":"a","id":"b"}`, `[]`, `{"id":"x","type":"status.get","payload":{"a":[[[[1]]]]}}`} {
 		f.Add([]byte(s))
 	}
@@ -190,6 +194,8 @@ func FuzzDecodeRequest(f *testing.F) {
 }
 
 func FuzzDecodeServer(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	fuzzseed.Add(f, fuzzseed.SessionResponse)
 	f.Add([]byte(`{"id":"rpc_1","type":"chat.queued","payload":{"taskId":"t","position":1}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		env, err := DecodeServer(data, DefaultLimits)
@@ -200,6 +206,8 @@ func FuzzDecodeServer(f *testing.F) {
 }
 
 func FuzzDecodeFrame(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	fuzzseed.Add(f, fuzzseed.SessionRequest, fuzzseed.SessionResponse)
 	f.Add([]byte(`{"type":"chat.event","payload":{"type":"tool-call","id":"c1"}}`))
 	f.Add([]byte(`{"type":"chat.done","payload":{"text":"x"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -223,6 +231,8 @@ func FuzzDecodeFrame(f *testing.F) {
 // objects of valid UTF-8 encoding/json accepts, unless a limit or a duplicate member
 // refuses them.
 func FuzzScannerAgreesWithEncodingJSON(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	fuzzseed.Add(f, fuzzseed.SessionRequest, fuzzseed.SessionResponse, fuzzseed.JSONRPCRequest)
 	for _, s := range []string{`{"a":[1,2.5e3,"x\u00e9"]}`, `{"a":1,"a":2}`, `{"a":01}`, `{}`, ` {"b":{"c":null}} `, `{"a":"\ud800"}`} {
 		f.Add([]byte(s))
 	}
