@@ -19,6 +19,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -79,18 +80,53 @@ type golden struct {
 	sections map[string]Kind
 }
 
-var jsonrpcSections = map[string]Kind{"send": JSONRPCRequest, "spec": JSONRPCResponse, "golden": JSONRPCResponse}
+// The section suffixes of the golden files.
+const (
+	sectionSend   = "send"
+	sectionSpec   = "spec"
+	sectionGolden = "golden"
+)
+
+var jsonrpcSections = map[string]Kind{sectionSend: JSONRPCRequest, sectionSpec: JSONRPCResponse, sectionGolden: JSONRPCResponse}
 
 var goldens = []golden{
 	{"server/testdata/spec", jsonrpcSections},
 	{"server/testdata/gatehouse", jsonrpcSections},
-	{"server/testdata/gatehouse/nekte", map[string]Kind{"send": NEKTERequest, "spec": NEKTEResponse, "golden": NEKTEResponse}},
-	{"server/testdata/gatehouse/agents", map[string]Kind{"send": AgentRequest, "spec": AgentResponse, "golden": AgentResponse}},
-	{"server/testdata/a2a", map[string]Kind{"request": A2ARequest, "golden": A2AResponse}},
-	{"server/testdata/session", map[string]Kind{"send": SessionRequest, "golden": SessionResponse}},
+	{"server/testdata/gatehouse/nekte", map[string]Kind{sectionSend: NEKTERequest, sectionSpec: NEKTEResponse, sectionGolden: NEKTEResponse}},
+	{"server/testdata/gatehouse/agents", map[string]Kind{sectionSend: AgentRequest, sectionSpec: AgentResponse, sectionGolden: AgentResponse}},
+	{"server/testdata/a2a", map[string]Kind{"request": A2ARequest, sectionGolden: A2AResponse}},
+	{"server/testdata/session", map[string]Kind{sectionSend: SessionRequest, sectionGolden: SessionResponse}},
 	{"codecs/nekte/testdata/levels", map[string]Kind{"mcp": MCPResult, "json": JSON}},
 	// The CLI's transcripts are command lines and terminal output, not frames.
 	{"cmd/gatehouse/testdata/client", nil},
+}
+
+// DefaultMaxSeeds bounds what one call returns, so that a short fuzz run (make fuzz: 10 s a
+// target, the time to gather baseline coverage included) spends its time mutating rather than
+// running hundreds of seeds; FUZZSEED_MAX overrides it, 0 meaning every frame (make fuzz-long).
+const DefaultMaxSeeds = 48
+
+// maxSeeds returns the bound on what one call returns; 0 is none.
+func maxSeeds() int {
+	if v, ok := os.LookupEnv("FUZZSEED_MAX"); ok {
+		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+			return n
+		}
+	}
+	return DefaultMaxSeeds
+}
+
+// sample returns at most maxSeeds() of items, spread evenly over them (the first always in).
+func sample[T any](items []T) []T {
+	n := maxSeeds()
+	if n == 0 || len(items) <= n {
+		return items
+	}
+	out := make([]T, 0, n)
+	for i := range n {
+		out = append(out, items[i*len(items)/n])
+	}
+	return out
 }
 
 // RecordedDir is where the recorded frames are, relative to the module root.
@@ -287,19 +323,56 @@ func get(tb testing.TB) *corpus {
 // fails tb when a kind has no frame: a target must not lose its seeds silently.
 func Frames(tb testing.TB, kinds ...Kind) [][]byte {
 	tb.Helper()
+	return sampleKinds(all(tb, kinds...))
+}
+
+// all returns every frame of each kind, per kind; it fails tb when a kind has none.
+func all(tb testing.TB, kinds ...Kind) [][][]byte {
+	tb.Helper()
 	c := get(tb)
-	var out [][]byte
-	seen := map[string]bool{}
+	out := make([][][]byte, 0, len(kinds))
 	for _, k := range kinds {
 		if len(c.frames[k]) == 0 {
 			tb.Fatalf("fuzzseed: no frame of kind %q", k)
 		}
-		for _, f := range c.frames[k] {
-			if !seen[string(f)] {
+		out = append(out, c.frames[k])
+	}
+	return out
+}
+
+// sampleKinds takes the frames of the kinds in turns (one of each kind, then the next of
+// each …), without duplicates, up to maxSeeds(): every kind asked for is represented.
+func sampleKinds(perKind [][][]byte) [][]byte {
+	limit := maxSeeds()
+	var out [][]byte
+	seen := map[string]bool{}
+	for i := 0; ; i++ {
+		more := false
+		for _, frames := range perKind {
+			if i >= len(frames) {
+				continue
+			}
+			more = true
+			if f := frames[i]; !seen[string(f)] {
 				seen[string(f)] = true
 				out = append(out, slices.Clone(f))
+				if limit > 0 && len(out) == limit {
+					return out
+				}
 			}
 		}
+		if !more {
+			return out
+		}
+	}
+}
+
+// allFrames is every frame of the kinds, for the calls that derive seeds from frames.
+func allFrames(tb testing.TB, kinds ...Kind) [][]byte {
+	tb.Helper()
+	var out [][]byte
+	for _, frames := range all(tb, kinds...) {
+		out = append(out, frames...)
 	}
 	return out
 }
@@ -337,7 +410,7 @@ func Members(tb testing.TB, name string, kinds ...Kind) [][]byte {
 			out = append(out, []byte(v))
 		}
 	}
-	for _, f := range Frames(tb, kinds...) {
+	for _, f := range allFrames(tb, kinds...) {
 		var batch []json.RawMessage
 		if json.Unmarshal(f, &batch) == nil {
 			for _, obj := range batch {
@@ -350,7 +423,7 @@ func Members(tb testing.TB, name string, kinds ...Kind) [][]byte {
 	if len(out) == 0 {
 		tb.Fatalf("fuzzseed: no frame of %v has a member %q", kinds, name)
 	}
-	return out
+	return sample(out)
 }
 
 // Strings returns the JSON strings (decoded) of the frames of the given kinds, object keys
@@ -383,7 +456,7 @@ func Strings(tb testing.TB, maxLen int, kinds ...Kind) []string {
 			}
 		}
 	}
-	for _, f := range Frames(tb, kinds...) {
+	for _, f := range allFrames(tb, kinds...) {
 		var v any
 		if json.Unmarshal(f, &v) == nil {
 			walk(v)
@@ -392,7 +465,7 @@ func Strings(tb testing.TB, maxLen int, kinds ...Kind) []string {
 	if len(out) == 0 {
 		tb.Fatalf("fuzzseed: no string in the frames of %v", kinds)
 	}
-	return out
+	return sample(out)
 }
 
 // Files returns the contents of the module's files matching pattern (path.Match syntax on
@@ -520,7 +593,7 @@ func Calls(tb testing.TB, kinds ...Kind) []Call {
 			out = append(out, Call{Method: *m.Method, Params: []byte(m.Params)})
 		}
 	}
-	for _, f := range Frames(tb, kinds...) {
+	for _, f := range allFrames(tb, kinds...) {
 		var batch []json.RawMessage
 		if json.Unmarshal(f, &batch) == nil {
 			for _, obj := range batch {
@@ -533,7 +606,7 @@ func Calls(tb testing.TB, kinds ...Kind) []Call {
 	if len(out) == 0 {
 		tb.Fatalf("fuzzseed: no request among the frames of %v", kinds)
 	}
-	return out
+	return sample(out)
 }
 
 // Find returns every value of a member called name, at any depth, in the frames of the given
@@ -568,11 +641,11 @@ func Find(tb testing.TB, name string, kinds ...Kind) [][]byte {
 			}
 		}
 	}
-	for _, f := range Frames(tb, kinds...) {
+	for _, f := range allFrames(tb, kinds...) {
 		walk(f)
 	}
 	if len(out) == 0 {
 		tb.Fatalf("fuzzseed: no member %q in the frames of %v", name, kinds)
 	}
-	return out
+	return sample(out)
 }

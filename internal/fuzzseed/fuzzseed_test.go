@@ -19,7 +19,7 @@ import (
 func TestEveryKindHasFrames(t *testing.T) {
 	total := 0
 	for _, k := range Kinds {
-		frames := Frames(t, k)
+		frames := allFrames(t, k)
 		valid, size := 0, 0
 		for _, f := range frames {
 			size += len(f)
@@ -75,6 +75,32 @@ func TestEveryGoldenDirectoryIsClassified(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d txtar files in testdata directories, %d read", n, len(GoldenFiles(t)))
+}
+
+// TestSampling: a call returns at most DefaultMaxSeeds seeds, every kind asked for among
+// them; FUZZSEED_MAX=0 returns every frame.
+func TestSampling(t *testing.T) {
+	kinds := []Kind{NEKTEResponse, AgentRequest, SSE}
+	got := Frames(t, kinds...)
+	if len(got) != DefaultMaxSeeds {
+		t.Fatalf("Frames returned %d seeds, want %d", len(got), DefaultMaxSeeds)
+	}
+	for _, k := range kinds {
+		if !slices.ContainsFunc(got, func(f []byte) bool { return bytes.Equal(f, allFrames(t, k)[0]) }) {
+			t.Errorf("no frame of %s among the seeds", k)
+		}
+	}
+	if n := len(Strings(t, 1<<10, Kinds...)); n != DefaultMaxSeeds {
+		t.Errorf("Strings returned %d seeds, want %d", n, DefaultMaxSeeds)
+	}
+	t.Setenv("FUZZSEED_MAX", "0")
+	want := 0
+	for _, k := range kinds {
+		want += len(allFrames(t, k))
+	}
+	if n := len(Frames(t, kinds...)); n != want {
+		t.Errorf("FUZZSEED_MAX=0: Frames returned %d seeds, want all %d", n, want)
+	}
 }
 
 func TestSplitFrames(t *testing.T) {

@@ -36,6 +36,12 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
 )
 
+// Members of the MCP messages the script sends.
+const (
+	keyName      = "name"
+	keyArguments = "arguments"
+)
+
 const (
 	maxFrame   = 12 << 10 // a larger frame is not kept (tools/list results with their schemas fit)
 	perGroup   = 3        // frames kept per (kind, method or result shape)
@@ -53,8 +59,11 @@ func main() {
 	}
 }
 
+// sayf reports progress on stderr.
+func sayf(format string, args ...any) { _, _ = fmt.Fprintf(os.Stderr, format, args...) }
+
 func run(out, tmp string) error {
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	if err := os.MkdirAll(out, 0o750); err != nil {
 		return err
 	}
 	var errs []error
@@ -69,7 +78,7 @@ func run(out, tmp string) error {
 			return err
 		}
 		if _, err := os.Stat(path); err != nil {
-			fmt.Printf("record: %s not installed (make mcp-servers); %s.txtar left as it is\n", path, s.name)
+			sayf("record: %s not installed (make mcp-servers); %s.txtar left as it is\n", path, s.name)
 			continue
 		}
 		rec := newRecorder()
@@ -82,7 +91,7 @@ func run(out, tmp string) error {
 	}
 	tools := conformance.Tools{Dir: filepath.Join(tmp, "conformance")}
 	if err := tools.Check(context.Background()); err != nil {
-		fmt.Printf("record: the conformance suite is not installed (make conformance-tools: %v); conformance.txtar left as it is\n", err)
+		sayf("record: the conformance suite is not installed (make conformance-tools: %v); conformance.txtar left as it is\n", err)
 	} else {
 		rec := newRecorder()
 		if err := recordConformance(rec, tools); err != nil {
@@ -185,7 +194,7 @@ func (r *recorder) write(name, comment string) error {
 	if len(r.sections) == 0 {
 		return fmt.Errorf("%s: no frame recorded", name)
 	}
-	fmt.Printf("record: %s: %d frames\n", name, len(r.sections))
+	sayf("record: %s: %d frames\n", name, len(r.sections))
 	return os.WriteFile(name, fuzzseed.FormatTxtar(comment, r.sections), 0o644)
 }
 
@@ -196,13 +205,13 @@ func recordStdio(rec *recorder, bin string) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("some notes\n"), 0o644); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, dir) // the filesystem server serves dir; the others ignore it or read it as the transport
+	cmd := exec.CommandContext(ctx, bin, dir) //nolint:gosec // bin is one of the pinned npm servers make mcp-servers installed; the filesystem server serves dir; the others ignore it or read it as the transport
 	if strings.HasSuffix(bin, "everything") {
 		cmd = exec.CommandContext(ctx, bin, "stdio")
 	}
@@ -277,7 +286,7 @@ func recordStdio(rec *recorder, bin string) error {
 	if call("initialize", map[string]any{
 		"protocolVersion": "2025-06-18",
 		"capabilities":    map[string]any{"roots": map[string]any{"listChanged": true}},
-		"clientInfo":      map[string]any{"name": "gatehouse-fuzzseed-record", "version": "1"},
+		"clientInfo":      map[string]any{keyName: "gatehouse-fuzzseed-record", "version": "1"},
 	}) == nil {
 		return errors.New("no answer to initialize")
 	}
@@ -290,10 +299,10 @@ func recordStdio(rec *recorder, bin string) error {
 	}
 	_ = json.Unmarshal(call("tools/list", map[string]any{}), &tools)
 	for _, t := range tools.Tools {
-		call("tools/call", map[string]any{"name": t.Name, "arguments": map[string]any{}})
-		call("tools/call", map[string]any{"name": t.Name, "arguments": map[string]any{"message": "hello", "a": 1, "b": 2, "path": filepath.Join(dir, "notes.txt"), "query": "x"}})
+		call("tools/call", map[string]any{keyName: t.Name, keyArguments: map[string]any{}})
+		call("tools/call", map[string]any{keyName: t.Name, keyArguments: map[string]any{"message": "hello", "a": 1, "b": 2, "path": filepath.Join(dir, "notes.txt"), "query": "x"}})
 	}
-	call("tools/call", map[string]any{"name": "no_such_tool", "arguments": map[string]any{}})
+	call("tools/call", map[string]any{keyName: "no_such_tool", keyArguments: map[string]any{}})
 	call("prompts/list", map[string]any{})
 	var res struct {
 		Resources []struct {
@@ -355,17 +364,17 @@ func recordConformance(rec *recorder, tools conformance.Tools) error {
 		proxy.ServeHTTP(w, r)
 	})}
 	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
+	defer func() { _ = srv.Close() }()
 	outDir, err := os.MkdirTemp("", "fuzzseed-conformance-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(outDir)
+	defer func() { _ = os.RemoveAll(outDir) }()
 	results, err := tools.Run(ctx, conformance.RunOptions{URL: "http://" + ln.Addr().String() + conformance.FixturePath, OutDir: filepath.Join(outDir, "results")})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("record: conformance: %d scenarios run\n", len(results))
+	sayf("record: conformance: %d scenarios run\n", len(results))
 	return nil
 }
 
@@ -376,7 +385,7 @@ func recordBody(rec *recorder, contentType string, b []byte) {
 	if strings.HasPrefix(contentType, "text/event-stream") {
 		// Streams are grouped by how many events they have, so that short and long ones are kept.
 		rec.keep(fuzzseed.SSE, fmt.Sprint("events ", bytes.Count(b, []byte("\n\n"))), b)
-		for _, line := range bytes.Split(b, []byte("\n")) {
+		for line := range bytes.SplitSeq(b, []byte("\n")) {
 			if data, ok := bytes.CutPrefix(line, []byte("data:")); ok {
 				rec.frame(data)
 			}
