@@ -1,6 +1,7 @@
 package sessionrpc
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -177,9 +178,18 @@ func FuzzDecodeRequest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	lim := Limits{MaxBytes: 4096, MaxDepth: 4, MaxStringBytes: 64}
+	// A real frame past MaxBytes (trailing spaces: only the size check refuses it).
+	f.Add(append(fuzzseed.Frames(f, fuzzseed.SessionRequest)[0], bytes.Repeat([]byte{' '}, 4096)...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		env, err := DecodeRequest(data, lim)
+		// Past the limit: the typed too-large error, before anything is decoded.
+		if big := int64(len(data)) > lim.MaxBytes; big != (err != nil && err.Reason == ReasonTooLarge) {
+			t.Fatalf("DecodeRequest of %d bytes (limit %d): %+v", len(data), lim.MaxBytes, err)
+		}
 		if err != nil {
+			if err.Reason == "" {
+				t.Fatalf("DecodeRequest(%q): an error without a reason: %+v", data, err)
+			}
 			return
 		}
 		if env.ID == "" || !IsClientType(env.Type) || (env.Payload != nil && !json.Valid(env.Payload)) {
