@@ -28,6 +28,7 @@ include make/s3.mk
 include make/helm.mk
 include make/soak.mk
 include make/gate.mk
+include make/fuzz.mk
 
 .DEFAULT_GOAL := help
 
@@ -58,10 +59,6 @@ test: ## install test peers, vet, lint, check the Helm chart, the whole suite wi
 	cd bench/peers && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory gate
 	$(MAKE) --no-print-directory fuzz
-
-.PHONY: fuzz
-fuzz: ## run every fuzz target for FUZZTIME
-	@GO=$(GO) FUZZTIME=$(FUZZTIME) ./make/fuzz.sh
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## golangci-lint (v2, default: all, see .golangci.yml)

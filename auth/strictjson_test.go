@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
 )
 
 func TestDecodeObject(t *testing.T) {
@@ -151,6 +153,12 @@ func referenceValue(dec *json.Decoder, depth int) (any, error) {
 // and too deep or duplicated, the two may notice different problems first: any refusal then
 // agrees.)
 func FuzzDecodeObject(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	for _, c := range fuzzseed.Calls(f, fuzzseed.Requests...) {
+		if c.Params != nil {
+			f.Add(c.Params)
+		}
+	}
 	for _, s := range []string{
 		`{}`, `{"a":1}`, `{"a":1,"a":2}`, `{"a":{"b":[1,2,{"c":null}]}}`, `{"\u0061":"\ud800","a":1}`, `[]`, `{"a":1e400}`,
 		"{\"a\":\"\xff\"}", `{"a":1} `, `{"a":-0.0,"b":1E+2}`, `{"a":[{"x":1},{"x":1}],"b":{"x":{"x":1}}}`,

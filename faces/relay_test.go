@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
+
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 )
@@ -13,6 +15,10 @@ import (
 // FuzzParseEvent checks that whatever a target sends, an event that passes parseEvent can
 // be written as one frame: a name on one line and a payload that is one line of JSON.
 func FuzzParseEvent(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	for _, b := range fuzzseed.Members(f, "params", fuzzseed.MCPRequest) {
+		f.Add(`{"event":"progress","data":` + string(b) + `}`)
+	}
 	f.Add(`{"event":"progress","data":{"done":1,"total":2}}`)
 	f.Add(`{"event":"complete","data":{"task_id":"t1","status":"completed"}}`)
 	f.Add(`{"event":"a\nb","data":1}`)

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"strconv"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
 )
 
 func TestDecodeTAT(t *testing.T) {
@@ -68,6 +70,12 @@ func TestRecordRoundTrip(t *testing.T) {
 // FuzzDecodeRecord: any stored bytes decode without panicking, and a record that decodes
 // encodes back to the same bytes.
 func FuzzDecodeRecord(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	// Records of real results.
+	for _, res := range fuzzseed.Members(f, "result", fuzzseed.JSONRPCResponse, fuzzseed.NEKTEResponse) {
+		r := idemRecord{state: recordDone, result: res}
+		f.Add(r.encode())
+	}
 	for _, r := range []idemRecord{
 		{state: recordPending, owner: [16]byte{1}},
 		{state: recordDone, result: []byte(`"x"`)},
@@ -129,6 +137,8 @@ func TestCutMember(t *testing.T) {
 // repeated names: the member it finds is the one encoding/json reads, and the rest is the
 // object without it.
 func FuzzCutMember(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	fuzzseed.Add(f, fuzzseed.JSONRPCResponse, fuzzseed.NEKTEResponse)
 	for _, s := range []string{`{"k":"v","a":1}`, `{"a":[{"k":1}],"k":null}`, `{"\u006b":2}`, `[1]`, `{}`, `{"k":1,"k":2}`, `{"a":"\"}"}`} {
 		f.Add([]byte(s))
 	}

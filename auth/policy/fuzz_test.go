@@ -3,6 +3,8 @@ package policy_test
 import (
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
+
 	"github.com/gatehouse-dev/gatehouse/auth/policy"
 	"github.com/gatehouse-dev/gatehouse/gateway"
 )
@@ -10,6 +12,12 @@ import (
 // FuzzNew loads arbitrary patterns and conditions: New either refuses them or yields an
 // engine whose decisions do not panic.
 func FuzzNew(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	for _, c := range fuzzseed.Calls(f, fuzzseed.JSONRPCRequest, fuzzseed.NEKTERequest, fuzzseed.MCPRequest) {
+		if c.Params != nil {
+			f.Add(c.Method, `params.size() > 0`, string(c.Params))
+		}
+	}
 	f.Add("demo.*", `claims.tenant == params.tenant`, `{"tenant":"a"}`)
 	f.Add("a?b*", `params.x.all(y, y > 1)`, `{"x":[1,2]}`)
 	f.Add("*", `1 +`, `[]`)
@@ -29,6 +37,12 @@ func FuzzNew(f *testing.F) {
 // FuzzDecodeParams checks the strict params decoder: it never panics, and what it accepts
 // has no two member names equal ignoring case at the top level.
 func FuzzDecodeParams(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	for _, c := range fuzzseed.Calls(f, fuzzseed.Requests...) {
+		if c.Params != nil {
+			f.Add(string(c.Params))
+		}
+	}
 	for _, s := range []string{`{"a":1}`, `{"a":1,"A":2}`, `[1,2]`, `null`, `{"a":{"b":[{"c":1.5e400}]}}`, `{"a":1}x`} {
 		f.Add(s)
 	}

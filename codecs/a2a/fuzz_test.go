@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
+
 	"github.com/gatehouse-dev/gatehouse/codecs/a2a"
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 )
@@ -17,6 +19,11 @@ func jsonrpcID(t *testing.T) jsonrpc.ID {
 // never panics; a request it accepts has the params of its operation, and a decoded
 // message re-encodes to JSON the decoder accepts again.
 func FuzzDecodeRequest(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	for i, b := range fuzzseed.Frames(f, fuzzseed.A2ARequest) {
+		f.Add(b, i%2 == 0)
+		f.Add(b, i%2 != 0)
+	}
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","parts":[{"kind":"file","file":{"bytes":"aGk="}}]}}}`,

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
+
 	"github.com/gatehouse-dev/gatehouse/codecs/canonical"
 )
 
@@ -132,6 +134,8 @@ let input = ""; process.stdin.on("data", d => input += d).on("end", () => {
 }
 
 func FuzzCanonicalJSON(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	fuzzseed.Add(f, append(fuzzseed.Requests, fuzzseed.Responses...)...)
 	for _, tt := range canonicalCases {
 		f.Add([]byte(tt.in))
 	}

@@ -3,6 +3,8 @@ package jsonrpc
 import (
 	"reflect"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
 )
 
 // enveloped is what DecodeCall must equal: the request written in an envelope and decoded.
@@ -91,6 +93,12 @@ func TestDecodeCallRefusesSmuggledMembers(t *testing.T) {
 
 // FuzzDecodeCall: DecodeCall reads every method and params as the envelope does.
 func FuzzDecodeCall(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	for i, c := range fuzzseed.Calls(f, fuzzseed.Requests...) {
+		if c.Params != nil {
+			f.Add(c.Method, c.Params, i%2 == 0)
+		}
+	}
 	f.Add("calc.subtract", []byte(`{"a":1,"deadline_ms":5}`), false)
 	f.Add("m", []byte(`[1,{"x":[true,null]}]`), false)
 	f.Add("m", []byte(`{"a":"\u00e9"}`), true)

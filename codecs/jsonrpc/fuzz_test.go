@@ -10,6 +10,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
+
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
@@ -33,6 +35,10 @@ func fuzzSeeds() []string {
 }
 
 func FuzzDecode(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	for _, b := range fuzzseed.Frames(f, append(fuzzseed.Requests, fuzzseed.Responses...)...) {
+		f.Add(b, uint8(0), uint16(0))
+	}
 	for _, s := range fuzzSeeds() {
 		f.Add([]byte(s), uint8(0), uint16(0))
 		f.Add([]byte(s), uint8(3), uint16(8))
@@ -242,6 +248,10 @@ func reencode(r jsonrpc.Request) []byte {
 }
 
 func FuzzAppendString(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	for _, s := range fuzzseed.Strings(f, 256, fuzzseed.Kinds...) {
+		f.Add(s)
+	}
 	for _, s := range []string{"", "a", "\"\\/\b\f\n\r\t", "\x00\x1f\x7f", "<>&", "\u2028\u2029", "é€😀", "\xff", "\xed\xa0\x80", "\xe2\x82"} {
 		f.Add(s)
 	}
@@ -265,6 +275,11 @@ func FuzzAppendString(f *testing.F) {
 }
 
 func FuzzIDKey(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	ids := fuzzseed.Find(f, "id", fuzzseed.Requests...)
+	for i, id := range ids {
+		f.Add(string(id), string(ids[(i+1)%len(ids)]))
+	}
 	for _, p := range [][2]string{{"1", "1.0"}, {"1e2", "100"}, {"-0", "0"}, {"9007199254740993", "9007199254740992"}, {"0.1e1", "10e-1"}} {
 		f.Add(p[0], p[1])
 	}

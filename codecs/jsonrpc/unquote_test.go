@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
 )
 
 func TestAppendUnquoted(t *testing.T) {
@@ -65,6 +67,14 @@ func TestDecodeRune(t *testing.T) {
 }
 
 func FuzzAppendUnquoted(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	for _, s := range fuzzseed.Strings(f, 256, fuzzseed.Kinds...) {
+		q, err := json.Marshal(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(q[1 : len(q)-1]))
+	}
 	for _, s := range []string{``, `abc`, `\"\\\/\b\f\n\r\t`, `\u00e9\ud83d\ude00`, `\ud800\u0041`, "a\xffb", "\xed\xa0\x80", `\x`, `\u12`, "a\nb", `a"b`} {
 		f.Add(s)
 	}

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
+
 	vmsgpack "github.com/vmihailenco/msgpack/v5"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/msgpack"
@@ -17,6 +19,13 @@ import (
 var deepLimits = msgpack.Limits{MaxDepth: 10001}
 
 func FuzzToJSON(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	// MessagePack of real frames: FromJSON of every JSON frame.
+	for _, b := range fuzzseed.Frames(f, append(fuzzseed.Requests, fuzzseed.Responses...)...) {
+		if m, err := msgpack.FromJSON(b); err == nil {
+			f.Add(m)
+		}
+	}
 	for _, tt := range toJSONCases {
 		f.Add(mp(f, tt.in))
 	}
@@ -52,6 +61,8 @@ func FuzzToJSON(f *testing.F) {
 }
 
 func FuzzFromJSON(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	fuzzseed.Add(f, append(fuzzseed.Requests, fuzzseed.Responses...)...)
 	for _, tt := range fromJSONCases {
 		f.Add([]byte(tt.in))
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
+
 	"github.com/pkoukk/tiktoken-go"
 )
 
@@ -95,6 +97,10 @@ func equalInts(a, b []int) bool {
 
 // FuzzBPE checks the hand-written tokenizer against tiktoken-go token for token.
 func FuzzBPE(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	for _, s := range fuzzseed.Strings(f, 512, fuzzseed.MCPResult, fuzzseed.NEKTERequest) {
+		f.Add(s)
+	}
 	for _, text := range tokenizerCases {
 		f.Add(text)
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
+
 	"github.com/gatehouse-dev/gatehouse/codecs/nekte"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
@@ -108,6 +110,11 @@ func TestSSEHeaders(t *testing.T) {
 }
 
 func FuzzAppendEvent(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	texts := fuzzseed.Strings(f, 128, fuzzseed.NEKTEResponse)
+	for i, raw := range fuzzseed.Members(f, "result", fuzzseed.NEKTEResponse) {
+		f.Add(texts[i%len(texts)], texts[(i+1)%len(texts)], string(raw))
+	}
 	f.Add("task-1", "Processing batch 1", `{"a":1}`)
 	f.Add("t\n2", "line\r\nbreak\u2028", "[1,\n2]")
 	f.Fuzz(func(t *testing.T, id, text, raw string) {

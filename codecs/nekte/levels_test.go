@@ -11,6 +11,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
+
 	"golang.org/x/tools/txtar"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/nekte"
@@ -181,6 +183,11 @@ func TestLevelsErrors(t *testing.T) {
 }
 
 func FuzzJSONLevels(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	fuzzseed.Add(f, fuzzseed.JSON, fuzzseed.MCPResult)
+	for _, b := range fuzzseed.Members(f, "result", fuzzseed.NEKTEResponse, fuzzseed.A2AResponse) {
+		f.Add(b)
+	}
 	for _, s := range []string{`{"a":[1,2,{"b":"c"}]}`, `"x"`, `[]`, `{"a":"` + strings.Repeat("é", 300) + `"}`, `1e400`} {
 		f.Add([]byte(s))
 	}
@@ -200,6 +207,8 @@ func FuzzJSONLevels(f *testing.F) {
 }
 
 func FuzzMCPLevels(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	fuzzseed.Add(f, fuzzseed.MCPResult)
 	files, _ := filepath.Glob("testdata/levels/mcp_*.txtar")
 	for _, file := range files {
 		ar, err := txtar.ParseFile(file)

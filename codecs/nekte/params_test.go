@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
+
 	"github.com/gatehouse-dev/gatehouse/codecs/nekte"
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
@@ -209,6 +211,12 @@ func FuzzDecode(f *testing.F) {
 		methods = append(methods, m)
 	}
 	slices.Sort(methods)
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	for _, c := range fuzzseed.Calls(f, fuzzseed.NEKTERequest) {
+		if i, ok := slices.BinarySearch(methods, c.Method); ok && c.Params != nil {
+			f.Add(uint8(i), c.Params)
+		}
+	}
 	for _, tt := range paramCases {
 		for i, m := range methods {
 			if m == tt.method {

@@ -1,10 +1,13 @@
 package sessionrpc
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
 )
 
 func TestDecodeRequest(t *testing.T) {
@@ -169,13 +172,24 @@ func TestChecker(t *testing.T) {
 }
 
 func FuzzDecodeRequest(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	fuzzseed.Add(f, fuzzseed.SessionRequest)
 	for _, s := range []string{`{"id":"rpc_1","type":"chat.start","payload":{"message":"hi"}}`, `{"id":"a","id":"b"}`, `[]`, `{"id":"x","type":"status.get","payload":{"a":[[[[1]]]]}}`} {
 		f.Add([]byte(s))
 	}
 	lim := Limits{MaxBytes: 4096, MaxDepth: 4, MaxStringBytes: 64}
+	// A real frame past MaxBytes (trailing spaces: only the size check refuses it).
+	f.Add(append(fuzzseed.Frames(f, fuzzseed.SessionRequest)[0], bytes.Repeat([]byte{' '}, 4096)...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		env, err := DecodeRequest(data, lim)
+		// Past the limit: the typed too-large error, before anything is decoded.
+		if big := int64(len(data)) > lim.MaxBytes; big != (err != nil && err.Reason == ReasonTooLarge) {
+			t.Fatalf("DecodeRequest of %d bytes (limit %d): %+v", len(data), lim.MaxBytes, err)
+		}
 		if err != nil {
+			if err.Reason == "" {
+				t.Fatalf("DecodeRequest(%q): an error without a reason: %+v", data, err)
+			}
 			return
 		}
 		if env.ID == "" || !IsClientType(env.Type) || (env.Payload != nil && !json.Valid(env.Payload)) {
@@ -190,6 +204,8 @@ func FuzzDecodeRequest(f *testing.F) {
 }
 
 func FuzzDecodeServer(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	fuzzseed.Add(f, fuzzseed.SessionResponse)
 	f.Add([]byte(`{"id":"rpc_1","type":"chat.queued","payload":{"taskId":"t","position":1}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		env, err := DecodeServer(data, DefaultLimits)
@@ -200,6 +216,8 @@ func FuzzDecodeServer(f *testing.F) {
 }
 
 func FuzzDecodeFrame(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	fuzzseed.Add(f, fuzzseed.SessionRequest, fuzzseed.SessionResponse)
 	f.Add([]byte(`{"type":"chat.event","payload":{"type":"tool-call","id":"c1"}}`))
 	f.Add([]byte(`{"type":"chat.done","payload":{"text":"x"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -223,6 +241,8 @@ func FuzzDecodeFrame(f *testing.F) {
 // objects of valid UTF-8 encoding/json accepts, unless a limit or a duplicate member
 // refuses them.
 func FuzzScannerAgreesWithEncodingJSON(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	fuzzseed.Add(f, fuzzseed.SessionRequest, fuzzseed.SessionResponse, fuzzseed.JSONRPCRequest)
 	for _, s := range []string{`{"a":[1,2.5e3,"x\u00e9"]}`, `{"a":1,"a":2}`, `{"a":01}`, `{}`, ` {"b":{"c":null}} `, `{"a":"\ud800"}`} {
 		f.Add([]byte(s))
 	}

@@ -5,11 +5,17 @@ import (
 	"encoding/json"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
 )
 
 // FuzzMember checks Member against encoding/json: for every valid object and key, it
 // finds what decoding into a map finds (the last of duplicate keys), byte for byte.
 func FuzzMember(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	for i, b := range fuzzseed.Frames(f, fuzzseed.SessionRequest, fuzzseed.SessionResponse) {
+		f.Add(string(b), []string{"id", "type", "payload"}[i%3])
+	}
 	for _, seed := range []struct{ obj, key string }{
 		{`{"a":1}`, "a"},
 		{` { "a" : "x\"y" , "a":[1,{"b":"]}"}] } `, "a"},
@@ -43,6 +49,10 @@ func FuzzMember(f *testing.F) {
 
 // FuzzAppendString checks that AppendString escapes as encoding/json does.
 func FuzzAppendString(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	for _, s := range fuzzseed.Strings(f, 256, fuzzseed.SessionRequest, fuzzseed.SessionResponse, fuzzseed.MCPResult) {
+		f.Add(s)
+	}
 	for _, s := range []string{"", "a\"b\\c", "<&>\n\t\x00\x1f\b\f", "\u2028\u2029", "\xff\xfe", "läst 😀"} {
 		f.Add(s)
 	}
@@ -58,6 +68,8 @@ func FuzzAppendString(f *testing.F) {
 // envelope DecodeServer accepts, reading the same, and refuses every text DecodeServer
 // refuses for its syntax or limits.
 func FuzzDecodePeer(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	fuzzseed.Add(f, fuzzseed.SessionRequest, fuzzseed.SessionResponse)
 	for _, s := range []string{`{"id":"rpc_1","type":"chat.event","payload":{"type":"text-delta","text":"a"}}`,
 		`{"type":"error","payload":{"message":"x"}}`, `{"id":null,"type":"x.new"}`, `{"id":"a","id":"b","type":"t"}`,
 		`{"id":"a","type":""}`, `{"id":1,"type":"t"}`, `[]`, `{"type":"t","payload":[1]}`} {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
+
 	"github.com/gatehouse-dev/gatehouse/codecs/sse"
 )
 
@@ -43,6 +45,10 @@ func TestAccepts(t *testing.T) {
 }
 
 func FuzzAppendEvent(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	for _, b := range fuzzseed.Frames(f, fuzzseed.MCPResponse, fuzzseed.NEKTEResponse) {
+		f.Add("message", string(b))
+	}
 	f.Add("progress", "a\nb\r\nc")
 	f.Fuzz(func(t *testing.T, name, data string) {
 		if strings.ContainsAny(name, "\r\n") {

@@ -4,7 +4,11 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
+
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // fuzzRoots are the message types the fuzz targets pick from with their first argument.
@@ -14,6 +18,11 @@ var fuzzRoots = []string{"Everything", "WellKnown", "Maps", "Oneofs", "Repeateds
 // FuzzEncodeJSON checks EncodeJSON against protojson.Unmarshal: both accept or both
 // refuse, and when both accept the messages are proto.Equal.
 func FuzzEncodeJSON(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	// Real frames as google.protobuf.Value (root 7) and Struct-like roots.
+	for i, b := range fuzzseed.Frames(f, fuzzseed.Requests...) {
+		f.Add(uint8(7), i%2 == 0, b)
+	}
 	for _, c := range structuralCases {
 		f.Add(uint8(0), false, []byte(c))
 	}
@@ -37,6 +46,19 @@ func FuzzEncodeJSON(f *testing.F) {
 // arbitrary bytes: it never panics, fails exactly when they fail, and otherwise writes
 // the same JSON value. DecodeField must not panic either.
 func FuzzDecodeWire(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	// The wire form of real frames as google.protobuf.Value (root 7).
+	for i, b := range fuzzseed.Frames(f, append(fuzzseed.Requests, fuzzseed.Responses...)...) {
+		var v structpb.Value
+		if protojson.Unmarshal(b, &v) != nil {
+			continue
+		}
+		w, err := proto.Marshal(&v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(uint8(7), i%2 == 0, w)
+	}
 	r := rand.New(rand.NewPCG(3, 4))
 	for i := range 60 {
 		root := i % len(fuzzRoots)

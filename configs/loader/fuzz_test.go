@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
 )
 
 const fuzzSchema = `{
@@ -36,6 +38,11 @@ type fuzzRoot struct {
 // FuzzParse checks that Parse and Decode never panic, return either a value or an
 // ErrorList, and that the values the schema validates are the values goccy decodes.
 func FuzzParse(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	// The repository's configurations.
+	for i, b := range fuzzseed.Files(f, "configs/*.yaml", "configs/examples/*.yaml", "configs/loader/testdata/*.yaml") {
+		f.Add(b, []string{"", "x", "1", "true"}[i%4])
+	}
 	files, _ := filepath.Glob("testdata/*.yaml")
 	for _, name := range files {
 		data, err := os.ReadFile(name)

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
+
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
@@ -67,6 +69,8 @@ func TestDecodeToolCall(t *testing.T) {
 // takes is one mcp-go reads the same: the same id (re-encoded to the same text), tool
 // name, arguments and _meta.
 func FuzzDecodeToolCall(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	fuzzseed.Add(f, fuzzseed.MCPRequest)
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"a":[1,{"b":"c"}]}},"id":7}`,
 		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","_meta":{"progressToken":"t"}},"id":"x"}`,

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
+
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/gatehouse-dev/gatehouse/codecs/jsonrpc"
@@ -105,6 +107,19 @@ func TestCheckRouting(t *testing.T) {
 // FuzzCheckRouting: whatever the body and headers, a request checkRouting lets through
 // with verified headers has exactly the method and name its body has for mcp-go.
 func FuzzCheckRouting(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	for _, b := range fuzzseed.Frames(f, fuzzseed.MCPRequest) {
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+				URI  string `json:"uri"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(b, &m) == nil {
+			f.Add(string(b), m.Method, m.Params.Name+m.Params.URI)
+		}
+	}
 	f.Add(modernCall(`"name":"public"`), "tools/call", "public")
 	f.Add(modernCall(`"name":"pub\u006cic"`), "tools/call", "public")
 	f.Add(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"a",`+modernMeta+`}}`, "resources/read", "=?base64?YQ==?=")

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
+
 	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/internal/conformance"
 )
@@ -264,6 +266,11 @@ func TestFixtureConformance(t *testing.T) {
 // FuzzParseExpected: whatever parses, written back one "scenario # reason" per line,
 // parses to the same entries.
 func FuzzParseExpected(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	// The expected-failures files the suite runs with.
+	for _, b := range fuzzseed.Files(f, "internal/conformance/expected-failures*.txt") {
+		f.Add(string(b))
+	}
 	f.Add("tools-call-sampling # needs a GET stream\n# comment\n\nping # slow # really\n")
 	f.Add("a#b\r\nc #d")
 	f.Fuzz(func(t *testing.T, in string) {

@@ -1,8 +1,12 @@
 package agentlink
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
 
 	"google.golang.org/protobuf/proto"
 
@@ -12,6 +16,24 @@ import (
 // FuzzAgentMessage decodes arbitrary bytes as an agent message and runs the check its
 // member gets: no input may panic, and a message that passes has bounded fields.
 func FuzzAgentMessage(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	// Real schemas (tools/list) and results (agent routes' responses) in the messages an agent sends.
+	for i, schema := range fuzzseed.Find(f, "inputSchema", fuzzseed.MCPResponse) {
+		b, err := proto.Marshal(&agentlinkv1.ConnectRequest{Message: &agentlinkv1.ConnectRequest_NodeDescriptor{NodeDescriptor: &agentlinkv1.NodeDescriptor{
+			AgentId: "a1", ProtocolVersions: []string{"1.0.0"}, Operators: []*agentlinkv1.Operator{{Id: fmt.Sprint("op", i), InputSchemaJson: string(schema)}}}}})
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, out := range fuzzseed.Members(f, "result", fuzzseed.AgentResponse, fuzzseed.MCPResponse) {
+		b, err := proto.Marshal(&agentlinkv1.ConnectRequest{Message: &agentlinkv1.ConnectRequest_Result{Result: &agentlinkv1.TaskResult{
+			TaskId: "j/1", Status: agentlinkv1.TaskStatus_TASK_STATUS_SUCCEEDED, OutputJson: out}}})
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	cfg := Config{}.WithDefaults()
 	seeds := []*agentlinkv1.ConnectRequest{
 		{Message: &agentlinkv1.ConnectRequest_NodeDescriptor{NodeDescriptor: &agentlinkv1.NodeDescriptor{AgentId: "a1", ProtocolVersions: []string{"1.0.0"},
@@ -67,6 +89,13 @@ func FuzzAgentMessage(f *testing.F) {
 
 // FuzzVersion checks that parseVersion accepts exactly what it prints back.
 func FuzzVersion(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	for _, v := range fuzzseed.Find(f, "protocolVersion", fuzzseed.MCPRequest, fuzzseed.MCPResponse) {
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			f.Add(s)
+		}
+	}
 	for _, s := range []string{"1.0.0", "10.20.30", "01.0.0", "1.0", "1.0.0-rc1", "+1.0.0", ""} {
 		f.Add(s)
 	}
@@ -83,6 +112,12 @@ func FuzzVersion(f *testing.F) {
 
 // FuzzTaskParams checks the split of a call's params into input and reserved members.
 func FuzzTaskParams(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	for _, c := range fuzzseed.Calls(f, fuzzseed.AgentRequest, fuzzseed.MCPRequest) {
+		if c.Params != nil {
+			f.Add(c.Params)
+		}
+	}
 	for _, s := range []string{`{}`, `{"text":"x"}`, `{"data_refs":[{"uri":"u"}],"affinity_key":"k","job_id":"j"}`, `[1]`, `null`, `{"job_id":5}`} {
 		f.Add([]byte(s))
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
+
 	"github.com/gatehouse-dev/gatehouse/codecs/nekte"
 	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/routing"
@@ -318,6 +320,12 @@ func TestDiscoverInvalidParams(t *testing.T) {
 }
 
 func FuzzDecodeDiscover(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	for _, c := range fuzzseed.Calls(f, fuzzseed.NEKTERequest) {
+		if c.Method == "nekte.discover" && c.Params != nil {
+			f.Add(c.Params)
+		}
+	}
 	for _, s := range []string{`{"level":1,"filter":{"query":"q","top_k":2},"cursor":"YzF8","limit":5,"shape":"compact"}`,
 		`{"level":0}`, `{"Limit":1}`, `[]`, `null`, `{"cursor":"` + strings.Repeat("A", 130) + `"}`} {
 		f.Add([]byte(s))

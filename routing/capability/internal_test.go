@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
 )
 
 func TestTerms(t *testing.T) {
@@ -134,6 +136,13 @@ func TestCursorRoundTrip(t *testing.T) {
 }
 
 func FuzzDecodeCursor(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	for _, v := range fuzzseed.Find(f, "next_cursor", fuzzseed.NEKTEResponse) {
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			f.Add(s)
+		}
+	}
 	f.Add(cursor{"0a1b2c3d", "ffffffff", 7}.encode())
 	f.Add("YzF8eHh4fDF8Mg")
 	f.Add("")

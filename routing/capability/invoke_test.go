@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
+
 	"github.com/gatehouse-dev/gatehouse/codecs/nekte"
 	"github.com/gatehouse-dev/gatehouse/demo"
 	"github.com/gatehouse-dev/gatehouse/gateway"
@@ -300,6 +302,13 @@ func TestInvokeMCPFixture(t *testing.T) {
 // FuzzInvokeInput checks that any input is either run or refused with INVALID_PARAMS
 // naming a path under "in", never repeating a string of the input in the reason.
 func FuzzInvokeInput(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	for _, b := range fuzzseed.Find(f, "in", fuzzseed.NEKTERequest) {
+		f.Add(b)
+	}
+	for _, b := range fuzzseed.Find(f, "arguments", fuzzseed.MCPRequest) {
+		f.Add(b)
+	}
 	for _, s := range []string{`{"name":"Ada"}`, `{}`, `[1]`, `{"name":"","n":"x","kind":5}`, `{"address":{"zip":"abc"}}`, `null`, `"x"`, `{`} {
 		f.Add([]byte(s))
 	}

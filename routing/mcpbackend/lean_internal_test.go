@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
+
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -145,6 +147,8 @@ func TestLeanBody(t *testing.T) {
 }
 
 func FuzzReadSSE(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	fuzzseed.AddString(f, fuzzseed.SSE)
 	for _, s := range []string{"data: {}\n\n", "data: a\r\ndata: b\r\n\r\ndata: c", ": x\nevent: e\nid: 1\n\n", "data:\n\n\n"} {
 		f.Add(s)
 	}
@@ -170,6 +174,8 @@ func FuzzReadSSE(f *testing.F) {
 }
 
 func FuzzParseLeanMessage(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	fuzzseed.Add(f, fuzzseed.MCPResponse, fuzzseed.MCPRequest)
 	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"result":{}}`, `{"method":"m"}`, `{"id":"x","method":"m"}`, `null`, `{"error":{"code":1,"message":"m"}}`} {
 		f.Add([]byte(s))
 	}
@@ -244,6 +250,11 @@ func TestScanLeanResult(t *testing.T) {
 
 // FuzzScanLeanResult: every body the fast read takes, encoding/json reads the same.
 func FuzzScanLeanResult(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	fuzzseed.Add(f, fuzzseed.MCPResult)
+	for _, b := range fuzzseed.Members(f, "result", fuzzseed.MCPResponse) {
+		f.Add(b)
+	}
 	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"result":{}}`, `{"id":"x","result":[1,"]"]}`, `{"result":"\"}","id":2}`,
 		`{"id":1,"Result":{}}`, `{"id":1,"result":{},"error":null}`} {
 		f.Add([]byte(s))

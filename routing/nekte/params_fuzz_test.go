@@ -6,12 +6,20 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
+
 	nk "github.com/gatehouse-dev/gatehouse/codecs/nekte"
 )
 
 // FuzzParams decodes arbitrary params into every params type this package adds: errors
 // are *ParamError values, and what decodes re-encodes into params that decode again.
 func FuzzParams(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	for _, c := range fuzzseed.Calls(f, fuzzseed.NEKTERequest) {
+		if c.Params != nil {
+			f.Add(c.Params)
+		}
+	}
 	for _, s := range []string{
 		`{"task":{"id":"t","desc":"d","timeout_ms":5,"cap":"c","in":{"a":[1]}},"context":{"id":"x","data":{},"permissions":{"forward":false},"ttl_s":3,"scope":["c"]}}`,
 		`{"action":"share","envelope":{"id":"e","data":[1],"permissions":{},"ttl_s":1,"scope":["a","b"]}}`,

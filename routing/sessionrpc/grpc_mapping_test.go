@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
+
 	"github.com/gatehouse-dev/gatehouse/gateway"
 	"github.com/gatehouse-dev/gatehouse/routing/sessionrpc"
 	"github.com/gatehouse-dev/gatehouse/schemas"
@@ -349,6 +351,11 @@ func TestGRPCConfigValidate(t *testing.T) {
 // FuzzGRPCStreamFrames checks that whatever a stream sends, every frame is JSON and the
 // stream ends with exactly one terminal frame.
 func FuzzGRPCStreamFrames(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	payloads := fuzzseed.Members(f, "payload", fuzzseed.SessionResponse)
+	for i, p := range payloads {
+		f.Add(string(p), string(payloads[(i+1)%len(payloads)]))
+	}
 	for _, m := range []string{`{"kind":"say","body":"hi","n":1}`, `{"kind":{"x":[1,"]"]},"body":{"a":"\u2028"}}`, `[1]`, `"s"`, `{"body":`, `{"kind":"think","body":"<\n>"}`} {
 		f.Add(m, m)
 	}

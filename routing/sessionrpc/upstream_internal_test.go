@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
+
 	"github.com/gatehouse-dev/gatehouse/schemas"
 )
 
@@ -102,6 +104,8 @@ func TestRelay(t *testing.T) {
 // FuzzSSEReader: the reader never panics, never returns an event over its bound, and
 // its events survive re-encoding (a data payload without line breaks reads back as itself).
 func FuzzSSEReader(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	fuzzseed.Add(f, fuzzseed.SSE)
 	for _, s := range []string{"data: x\n\n", "event: a\r\ndata: {}\r\n\r\n", ": c\n\ndata:\n\n", "data: a\ndata: b\n\nda", "\r\r\n\n"} {
 		f.Add([]byte(s))
 	}
@@ -130,6 +134,8 @@ func FuzzSSEReader(f *testing.F) {
 // FuzzRelay: relay never panics, and whatever frame it yields is a JSON object whose
 // type is chat.event, chat.done or chat.error and whose payload is an object.
 func FuzzRelay(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	fuzzseed.Add(f, fuzzseed.SessionResponse)
 	for _, s := range []string{`{"id":"rpc_1","type":"chat.event","payload":{"type":"x"}}`, `{"id":"rpc_1","type":"chat.done","payload":{"taskId":1}}`,
 		`{"id":"rpc_1","type":"error","payload":{"code":"x"}}`, `{"type":"chat.error"}`, `[]`} {
 		f.Add([]byte(s))

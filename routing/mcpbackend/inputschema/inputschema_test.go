@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
+
 	"github.com/gatehouse-dev/gatehouse/routing/mcpbackend/inputschema"
 )
 
@@ -117,6 +119,10 @@ func TestReasonClipped(t *testing.T) {
 // FuzzCheck checks that any input is either accepted or refused with at least one and at
 // most the asked number of violations, each with a bounded reason and a pointer.
 func FuzzCheck(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	for i, b := range fuzzseed.Find(f, "arguments", fuzzseed.MCPRequest) {
+		f.Add(b, 1+i%4)
+	}
 	s, err := inputschema.Compile([]byte(person), inputschema.Limits{RequireObject: true})
 	if err != nil {
 		f.Fatal(err)

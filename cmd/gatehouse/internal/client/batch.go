@@ -50,9 +50,13 @@ func ParseBatch(data []byte) ([]json.RawMessage, int, error) {
 		if json.Unmarshal(obj["method"], &method) != nil || method == "" {
 			return nil, 0, Usagef("batch: member %d has no method", i+1)
 		}
-		if _, ok := obj["jsonrpc"]; !ok {
-			obj["jsonrpc"] = json.RawMessage(`"2.0"`)
+		if v, ok := obj["jsonrpc"]; ok {
+			var version string
+			if json.Unmarshal(v, &version) != nil || version != "2.0" {
+				return nil, 0, Usagef("batch: member %d: jsonrpc must be \"2.0\" (or left out)", i+1)
+			}
 		}
+		obj["jsonrpc"] = json.RawMessage(`"2.0"`)
 		var notification bool
 		if v, ok := obj["notification"]; ok {
 			if json.Unmarshal(v, &notification) != nil {

@@ -4,12 +4,16 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/internal/fuzzseed"
 )
 
 // FuzzParseBatch: whatever a batch file holds, ParseBatch either refuses it as a usage
 // error or returns JSON-RPC request objects, each with "jsonrpc": "2.0" and a method, and
 // counts the members with an id.
 func FuzzParseBatch(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	fuzzseed.AddString(f, fuzzseed.JSONRPCRequest, fuzzseed.NEKTERequest)
 	f.Add("{\"method\":\"a\"}\n# c\n{\"method\":\"b\",\"id\":\"x\"}\n")
 	f.Add(`[{"method":"a","notification":true},{"method":"b","params":[1]}]`)
 	f.Add(`[1,2]`)
@@ -40,6 +44,8 @@ func FuzzParseBatch(f *testing.F) {
 
 // FuzzReadEvents: ReadEvents never panics, and every event it hands on has a name.
 func FuzzReadEvents(f *testing.F) {
+	// Seeds from real traffic: the golden files' and the recorded peers' frames (internal/fuzzseed).
+	fuzzseed.AddString(f, fuzzseed.SSE)
 	f.Add("event: progress\ndata: {\"processed\":1}\n\n: ping\n\ndata: x\ndata: y\n\n")
 	f.Add("event:\n\nevent: a\n")
 	f.Fuzz(func(t *testing.T, in string) {
