@@ -457,9 +457,7 @@ func TestMCPFaceModel(t *testing.T) {
 		if rev == rev2026 {
 			c.m.state = mcpReady
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for range ops / len(revs) {
 				if t.Failed() {
 					return
@@ -469,7 +467,7 @@ func TestMCPFaceModel(t *testing.T) {
 			if c.m.state == mcpReady && c.m.rev == rev2025 {
 				c.run(ctx, mcpOp{name: "delete"})
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(stop)

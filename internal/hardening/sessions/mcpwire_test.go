@@ -92,7 +92,7 @@ func (r mcpReply) kind() string {
 	}
 	var last string
 	if strings.HasPrefix(body, "event:") || strings.HasPrefix(body, "data:") || strings.HasPrefix(body, ":") {
-		for _, line := range strings.Split(body, "\n") {
+		for line := range strings.SplitSeq(body, "\n") {
 			if data, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(data, `"id"`) && !strings.Contains(data, `"method"`) {
 				last = data
 			}

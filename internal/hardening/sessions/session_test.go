@@ -284,16 +284,14 @@ func TestSessionRPCModel(t *testing.T) {
 	var wg sync.WaitGroup
 	for n := range workers {
 		r := fork(rng)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			left := ops / workers
 			for c := 0; left > 0 && !t.Failed(); c++ {
 				per := 4 + r.IntN(16)
 				left -= per
 				sessionConnection(t, g, fmt.Sprintf("s%d.%d", n, c), h, r, per)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(stop)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -267,22 +266,18 @@ func TestWebSocketModel(t *testing.T) {
 	stop := make(chan struct{})
 	reloads := reloader(t, g, fork(rng), []string{wsConfig(wsMaxInFlight), wsConfig(wsMaxInFlight + 1)}, stop)
 	var wg sync.WaitGroup
-	var conns sync.WaitGroup
 	for n := range workers {
 		r := fork(rng)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			left := ops / workers
 			for c := 0; left > 0 && !t.Failed(); c++ {
 				per := 5 + r.IntN(20)
 				left -= per
 				wsConnection(t, g, fmt.Sprintf("w%d.%d", n, c), h, r, per)
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	conns.Wait()
 	close(stop)
 	t.Logf("%d operations, %d reloads", ops, <-reloads)
 	h.log(t)
@@ -453,5 +448,3 @@ func maskedText(r *rand.Rand, payload string) []byte {
 	}
 	return b
 }
-
-var _ net.Conn // the raw frame goes through UnderlyingConn
