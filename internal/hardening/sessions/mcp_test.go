@@ -75,8 +75,10 @@ type mcpTask struct {
 type mcpModel struct {
 	rev   string
 	state mcpState
-	born  time.Time
-	tasks []*mcpTask
+	// born is when the session's initialize was sent, answered when its answer came: the
+	// gateway issued the session between the two.
+	born, answered time.Time
+	tasks          []*mcpTask
 }
 
 // mcpOp is one operation; task is the task it addresses (nil: an unknown id).
@@ -105,10 +107,10 @@ var (
 func (m *mcpModel) apply(op mcpOp, now time.Time) outcomes {
 	ok := m.allowed(op, now)
 	if m.rev == rev2025 && op.name != "init" && m.state != mcpNone {
-		switch age := now.Sub(m.born); {
-		case age > mcpSessionTTL+mcpMargin:
+		switch {
+		case now.Sub(m.answered) > mcpSessionTTL+mcpMargin:
 			return refusedDeleted // expired
-		case age > mcpSessionTTL-mcpMargin:
+		case now.Sub(m.born) > mcpSessionTTL-mcpMargin:
 			ok = append(ok, refusedDeleted...) // may have expired
 		}
 	}
@@ -130,7 +132,7 @@ func (m *mcpModel) allowed(op mcpOp, now time.Time) outcomes {
 	var ok outcomes
 	switch op.name {
 	case "init":
-		m.state, m.born = mcpReady, now
+		m.state, m.born, m.answered = mcpReady, now, now
 		return allow("200 result")
 	case "call", "list":
 		ok = allow("200 result")
@@ -312,6 +314,7 @@ func (c *mcpClient) run(ctx context.Context, op mcpOp) {
 				c.t.Errorf("%s init: no Mcp-Session-Id", c.name)
 			}
 			c.sid = r.sid
+			c.m.answered = time.Now()
 			c.check(mcpOp{name: "initialized"}, c.post(ctx, "notifications/initialized", "", c.body(-1, "notifications/initialized", "")), allow("202 empty"))
 		}
 	case "call":
