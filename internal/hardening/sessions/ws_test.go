@@ -448,3 +448,30 @@ func maskedText(r *rand.Rand, payload string) []byte {
 	}
 	return b
 }
+
+// TestWebSocketSlotFreedWithAnswer: on a connection with max_in_flight 1, a client that
+// sends each call as soon as the previous one's answer came is never refused: the slot is
+// given back before the answer is sent (it used to be given back after, so that a quick
+// client could be answered 5002 with nothing in flight).
+func TestWebSocketSlotFreedWithAnswer(t *testing.T) {
+	g := hardening.Start(t, wsConfig(1))
+	w := dialWSConn(t, g, "serial", newHistory(0), &wsModel{limitLo: 1, limitHi: 1}, nil)
+	refused := 0
+	n := hardening.Iterations(t, 1000)
+	for range n {
+		_, ch, _ := w.send("calc.subtract", `{"minuend":5,"subtrahend":3}`)
+		switch a := w.await("call", ch); a.kind {
+		case "result":
+		case "error 5002":
+			refused++
+		default:
+			t.Fatalf("answer %s", a.raw)
+		}
+	}
+	_ = w.c.Close()
+	<-w.done
+	if refused > 0 {
+		t.Fatalf("%d of %d calls, each sent after the previous one's answer, refused for max_in_flight 1", refused, n)
+	}
+	t.Logf("%d calls in a row, none refused", n)
+}
