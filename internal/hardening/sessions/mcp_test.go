@@ -140,7 +140,7 @@ func (m *mcpModel) allowed(op mcpOp, now time.Time) outcomes {
 		// A notification method sent with an id is a request for a method the server does
 		// not have: refused, never run as the notification.
 		ok = allow("200 error -32601", "404 error -32601")
-	case "request-without-id", "cancelled-notification":
+	case "request-without-id", "cancelled-notification", "initialized":
 		// A request method without an id is a notification: accepted, no answer. The
 		// specification says 202 with no body; the face (mcp-go's streamable server) may
 		// instead answer 200 with an event stream of the session's queued notifications
@@ -315,7 +315,8 @@ func (c *mcpClient) run(ctx context.Context, op mcpOp) {
 			}
 			c.sid = r.sid
 			c.m.answered = time.Now()
-			c.check(mcpOp{name: "initialized"}, c.post(ctx, "notifications/initialized", "", c.body(-1, "notifications/initialized", "")), allow("202 empty"))
+			note := mcpOp{name: "initialized"}
+			c.check(note, c.post(ctx, "notifications/initialized", "", c.body(-1, "notifications/initialized", "")), c.m.apply(note, time.Now()))
 		}
 	case "call":
 		c.check(op, c.post(ctx, "tools/call", "test_simple_text", c.body(c.id(), "tools/call", `{"name":"test_simple_text","arguments":{}}`)), allowed)
@@ -446,6 +447,16 @@ func TestMCPFaceModel(t *testing.T) {
 			c.run(ctx, mcpOp{name: "delete"})
 		}
 	}
+	// Fill the gateway's pool of connections to the upstream as the run's concurrency will
+	// (each idle one is a few goroutines and two open files on this side of the process).
+	var fill sync.WaitGroup
+	for i := range 12 {
+		fill.Go(func() {
+			c := &mcpClient{t: t, name: "warm", url: g.Base + "/mcp", hc: hc, m: mcpModel{rev: rev2026, state: mcpReady}}
+			c.post(ctx, "tools/call", "test_tool_with_progress", c.body(i, "tools/call", `{"name":"test_tool_with_progress","arguments":{}}`))
+		})
+	}
+	fill.Wait()
 	hc.CloseIdleConnections()
 	base := hardening.Take(g.State.Len)
 	t.Logf("baseline: %s", base)
