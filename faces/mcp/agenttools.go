@@ -164,7 +164,7 @@ func (f *Face) callAgentTool(method string) mcpserver.ToolHandlerFunc {
 		if out.Err != nil {
 			if !agentOutcome(out.Err.Code()) {
 				if fr := faceRequestOf(ctx); fr != nil {
-					fr.refusal = &mcpRefusal{err: out.Err, traceID: out.TraceID}
+					fr.refusal.Store(&mcpRefusal{err: out.Err, traceID: out.TraceID})
 				}
 				return nil, out.Err
 			}

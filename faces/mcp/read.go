@@ -64,7 +64,7 @@ func (f *Face) invokeRead(ctx context.Context, target *mcpbackend.Target, op str
 func readResult(ctx context.Context, result []byte, e *gateway.Error, traceID string) (json.RawMessage, error) {
 	if e != nil {
 		if fr := faceRequestOf(ctx); fr != nil {
-			fr.refusal = &mcpRefusal{err: e, traceID: traceID}
+			fr.refusal.Store(&mcpRefusal{err: e, traceID: traceID})
 		}
 		return nil, e
 	}

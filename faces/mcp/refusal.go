@@ -40,7 +40,7 @@ type refusalWriter struct {
 
 // WriteHeader holds a JSON response to a refused call; anything else passes.
 func (w *refusalWriter) WriteHeader(status int) {
-	if w.fr.refusal != nil && faces.IsJSON(w.Header().Get("Content-Type")) {
+	if w.fr.refusal.Load() != nil && faces.IsJSON(w.Header().Get("Content-Type")) {
 		w.held, w.status = true, status
 		return
 	}
@@ -74,7 +74,7 @@ func (w *refusalWriter) finish(resourceMetadata string) {
 		ID    json.RawMessage `json:"id"`
 		Error json.RawMessage `json:"error"`
 	}
-	r := w.fr.refusal
+	r := w.fr.refusal.Load()
 	err := json.Unmarshal(w.body.Bytes(), &resp)
 	if err != nil || resp.Error == nil || len(resp.ID) == 0 || !writeRefusal(w.ResponseWriter, resp.ID, r, w.status, resourceMetadata) {
 		w.ResponseWriter.WriteHeader(w.status)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -185,6 +186,11 @@ func (m *mcpSessions) remaining(t sessionToken) time.Duration {
 // of protocol revisions without sessions pass untouched.
 func (m *mcpSessions) admit(w http.ResponseWriter, r *http.Request) bool {
 	id := r.Header.Get(mcpserver.HeaderKeySessionID)
+	if id == "" && r.Method == http.MethodDelete {
+		// Nothing to end: mcp-go would hand the empty ID to Terminate and answer 500.
+		faces.WriteHTTPError(w, http.StatusBadRequest, gateway.Errorf(schemas.CodeInvalidRequest, "DELETE needs the Mcp-Session-Id of the session to end"), observability.NewTraceID(), faces.EncodingJSON)
+		return false
+	}
 	if id == "" || mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
 		return true
 	}
@@ -210,11 +216,11 @@ type faceRequest struct {
 	minted bool   // a session ID was issued for this request (an initialize)
 	// sessionChecked is set when admit checked the request's session: Validate need not.
 	sessionChecked bool
-	refusal        *mcpRefusal          // the pipeline refused the tool call this request made (refusal.go)
-	routed         routed               // what the checked routing headers say (routing.go)
-	lists          listVersions         // the catalog version each list request was built from (listcache.go)
-	read           *mcp.CacheableResult // the upstream's hints on the resources/read it answers (read.go)
-	relay          *relayWriter         // the response the face's relayed requests may go on (relay25.go)
+	refusal        atomic.Pointer[mcpRefusal] // the pipeline refused the tool call this request made (refusal.go); set by the handler while mcp-go may be writing the response
+	routed         routed                     // what the checked routing headers say (routing.go)
+	lists          listVersions               // the catalog version each list request was built from (listcache.go)
+	read           *mcp.CacheableResult       // the upstream's hints on the resources/read it answers (read.go)
+	relay          *relayWriter               // the response the face's relayed requests may go on (relay25.go)
 }
 
 type faceRequestKey struct{}

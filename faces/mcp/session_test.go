@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -121,5 +123,35 @@ func TestSessionToken(t *testing.T) {
 		if _, err := s.verify(bad); !errors.Is(err, errSessionInvalid) {
 			t.Errorf("verify(%q): %v", bad, err)
 		}
+	}
+}
+
+// TestMCPSessionDeleteWithoutID: a DELETE naming no session is a 400 the face answers
+// itself (mcp-go would pass the empty ID to Terminate and answer 500); one naming a
+// session goes on to be checked.
+func TestMCPSessionDeleteWithoutID(t *testing.T) {
+	kv := state.NewEmbedded(state.EmbeddedOptions{})
+	t.Cleanup(func() { _ = kv.Close() })
+	m := newMCPSessions(Config{SessionKey: testSessionKey, SessionTTL: time.Hour}, kv, time.Now, slog.New(slog.DiscardHandler))
+	for _, tt := range []struct {
+		name, method, id string
+		admitted         bool
+		status           int
+	}{
+		{"DELETE without a session", http.MethodDelete, "", false, http.StatusBadRequest},
+		{"DELETE of an unknown session", http.MethodDelete, "nope", false, http.StatusNotFound},
+		{"DELETE of a session", http.MethodDelete, m.signer.issue(sessionOwner{}, 0, "2025-11-25"), true, http.StatusOK},
+		{"POST without a session (initialize)", http.MethodPost, "", true, http.StatusOK},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(tt.method, "/mcp", nil)
+			if tt.id != "" {
+				r.Header.Set("Mcp-Session-Id", tt.id)
+			}
+			w := httptest.NewRecorder()
+			if got := m.admit(w, r); got != tt.admitted || w.Code != tt.status {
+				t.Fatalf("admitted %v, status %d; want %v, %d (%s)", got, w.Code, tt.admitted, tt.status, w.Body)
+			}
+		})
 	}
 }

@@ -58,7 +58,7 @@ func toolResult(ctx context.Context, result []byte, e *gateway.Error, traceID st
 	if e != nil {
 		if e.Code() != schemas.CodeToolFailed {
 			if fr := faceRequestOf(ctx); fr != nil {
-				fr.refusal = &mcpRefusal{err: e, traceID: traceID}
+				fr.refusal.Store(&mcpRefusal{err: e, traceID: traceID})
 			}
 			return nil, e
 		}

@@ -193,8 +193,10 @@ func (c *wsConn) readLoop() {
 // they produce goes back in enc.
 func (c *wsConn) handle(payload jsonrpc.Payload, derr *jsonrpc.DecodeError, enc faces.Encoding, unregister func()) {
 	defer c.running.Done()
-	defer func() { <-c.inflight }()
-	defer unregister()
+	// The slot is given back before the answer is sent (and at the latest on return): a
+	// client that has its answer may send the next request at once.
+	release := sync.OnceFunc(func() { unregister(); <-c.inflight })
+	defer release()
 	principal, err := c.cred.Principal()
 	if err != nil { // expired or revoked: no call runs, so no hop token is minted for it
 		c.refuse(payload, derr, enc, err)
@@ -218,6 +220,7 @@ func (c *wsConn) handle(payload jsonrpc.Payload, derr *jsonrpc.DecodeError, enc 
 		Delivery:  &delivery{c: c, enc: enc},
 	}
 	if out := p.ServePayload(ctx, &ex, payload, derr, nil); len(out) > 0 {
+		release()
 		c.enqueue(enc, out)
 	}
 }
