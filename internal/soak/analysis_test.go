@@ -170,3 +170,19 @@ func TestSVG(t *testing.T) {
 		t.Fatalf("%d lines, want 3 (one broken at the gap)", n)
 	}
 }
+
+func TestCountRemotePort(t *testing.T) {
+	table := `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:A1B2 0100007F:18EB 01 00000000:00000000 00:00000000 00000000     0        0 111 1 0000000000000000 20 4 30 10 -1
+   1: 0100007F:A1B3 0100007F:18EB 01 00000000:00000000 00:00000000 00000000     0        0 222 1 0000000000000000 20 4 30 10 -1
+   2: 0100007F:A1B4 0100007F:1F90 01 00000000:00000000 00:00000000 00000000     0        0 333 1 0000000000000000 20 4 30 10 -1
+   3: 0100007F:A1B5 0100007F:18EB 01 00000000:00000000 00:00000000 00000000     0        0 444 1 0000000000000000 20 4 30 10 -1
+`
+	// 0x18EB = 6379; inode 444 is another process's socket
+	if n := countRemotePort(table, 6379, map[string]bool{"111": true, "222": true, "333": true}); n != 2 {
+		t.Fatalf("%d sockets to 6379, want 2", n)
+	}
+	if n := countRemotePort(table, 8080, map[string]bool{"333": true}); n != 1 {
+		t.Fatalf("%d sockets to 8080, want 1", n)
+	}
+}

@@ -62,7 +62,7 @@ const config = `server:
   watch_config: false
 state:
   backend: redis
-  redis: {addrs: ["%[1]s"], key_prefix: "soak:"}
+  redis: {addrs: ["%[1]s"], key_prefix: "soak:", pool_size: 16}
 websocket: {max_in_flight: 256}
 mcp_face: {session_key: "%[2]s"}
 nekte:

@@ -169,6 +169,48 @@ func openFiles(pid int) (float64, error) {
 	return float64(len(es)), nil
 }
 
+// socketsTo counts pid's TCP sockets whose remote port is port (/proc/<pid>/fd links
+// "socket:[inode]" matched against /proc/<pid>/net/tcp and tcp6).
+func socketsTo(pid, port int) (float64, error) {
+	es, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return 0, err
+	}
+	inodes := make(map[string]bool, len(es))
+	for _, e := range es {
+		link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name()))
+		if err == nil && strings.HasPrefix(link, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] = true
+		}
+	}
+	n := 0
+	for _, table := range []string{"tcp", "tcp6"} {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, table))
+		if err != nil {
+			continue
+		}
+		n += countRemotePort(string(raw), port, inodes)
+	}
+	return float64(n), nil
+}
+
+// countRemotePort counts the rows of a /proc/net/tcp table whose remote port is port and
+// whose inode is one of inodes.
+func countRemotePort(table string, port int, inodes map[string]bool) int {
+	n := 0
+	for _, line := range strings.Split(table, "\n")[1:] {
+		fs := strings.Fields(line)
+		if len(fs) < 10 {
+			continue
+		}
+		_, hexPort, ok := strings.Cut(fs[2], ":") // rem_address: hex IP:hex port
+		if p, err := strconv.ParseUint(hexPort, 16, 16); ok && err == nil && int(p) == port && inodes[fs[9]] {
+			n++
+		}
+	}
+	return n
+}
+
 // freeAddr is a 127.0.0.1 port free now; it is kept for the whole run (restarts reuse it).
 func freeAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -248,4 +290,10 @@ func redisUsedMemory(addr string) (float64, error) {
 		}
 	}
 	return 0, errors.New("INFO memory has no used_memory")
+}
+
+// redisPort is the port of the platform's Redis.
+func (p *Platform) redisPort() int {
+	n, _ := strconv.Atoi(p.Redis[strings.LastIndexByte(p.Redis, ':')+1:])
+	return n
 }

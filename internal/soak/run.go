@@ -238,6 +238,13 @@ func (p *Platform) sample(rep *Report, mu *sync.Mutex) {
 			add(kindRSS, i, v)
 		}
 		if v, err := openFiles(pid); err == nil {
+			// the state store's pooled connections apart: bounded by its pool size, they
+			// stay at their high-water mark for go-redis's idle time (30 min), which a
+			// burst of calls retried after a Redis restart raises
+			if r, err := socketsTo(pid, p.redisPort()); err == nil {
+				add(kindRedisConns, i, r)
+				v -= r
+			}
 			add("open_files", i, v)
 		}
 		if v, err := goroutines(r.admin); err == nil {
@@ -416,6 +423,14 @@ func (rep *Report) judge() {
 			}
 		}
 	}
+	for i := range Replicas {
+		for _, smp := range rep.Series[kindRedisConns][i] {
+			if smp.Value > redisConnBound {
+				rep.Failed = append(rep.Failed, fmt.Sprintf("replica %d holds %.0f connections to Redis, past its pool of %d and %d subscriptions", i, smp.Value, redisPoolSize, redisSubscriptions))
+				break
+			}
+		}
+	}
 	if f := Flat(Outside(rep.Redis, windows), rep.WarmEnd, rep.options.Tolerance, 0); !f.Flat {
 		rep.Failed = append(rep.Failed, "Redis used_memory not flat: "+f.describe())
 	}
@@ -425,6 +440,19 @@ func (rep *Report) judge() {
 const kindRSS = "rss_kb"
 
 var seriesKinds = []string{kindRSS, "open_files", "goroutines"}
+
+// kindRedisConns is the series of a replica's connections to Redis, judged against the
+// pool size rather than for flatness; "open_files" counts the other descriptors.
+const kindRedisConns = "redis_conns"
+
+// redisPoolSize is state.redis.pool_size in the soak's configuration; redisSubscriptions
+// the bus subscriptions a replica holds, each on a connection of its own outside the pool
+// (the key ring's and the revocation list's channels). redisConnBound is their sum.
+const (
+	redisPoolSize      = 16
+	redisSubscriptions = 2
+	redisConnBound     = redisPoolSize + redisSubscriptions
+)
 
 // countSlack is the absolute change of a count (open files, goroutines) always allowed: at
 // about 60 descriptors ±5% is three, which the load's pooled connections to a replica
@@ -612,10 +640,19 @@ func (rep *Report) Text() string {
 		fmt.Fprintf(&b, "\n")
 	}
 	fmt.Fprintf(&b, "| Redis used_memory | %s | | |\n", Flat(Outside(rep.Redis, windows), rep.WarmEnd, o.Tolerance, 0).describe())
+	fmt.Fprintf(&b, "| %s (at most %d: the pool and %d subscriptions; not judged for flatness) |", kindRedisConns, redisConnBound, redisSubscriptions)
+	for i := range Replicas {
+		most := 0.0
+		for _, smp := range rep.Series[kindRedisConns][i] {
+			most = max(most, smp.Value)
+		}
+		fmt.Fprintf(&b, " at most %.0f |", most)
+	}
+	fmt.Fprintf(&b, "\n")
 
 	fmt.Fprintf(&b, "\n## Samples\n\n| t | ")
 	for i := range Replicas {
-		fmt.Fprintf(&b, "r%d RSS MiB | r%d fds | r%d goroutines | ", i, i, i)
+		fmt.Fprintf(&b, "r%d RSS MiB | r%d fds (not Redis) | r%d goroutines | ", i, i, i)
 	}
 	fmt.Fprintf(&b, "Redis MiB |\n|---|")
 	for range Replicas*3 + 1 {
