@@ -153,6 +153,11 @@ func (s *session) run(r *request) {
 func (s *session) end(r *request, state string, msg []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.endLocked(r, state, msg)
+}
+
+// endLocked is end with s.mu held.
+func (s *session) endLocked(r *request, state string, msg []byte) {
 	if r.ended {
 		return
 	}
@@ -213,13 +218,15 @@ func (s *session) abort(requestID string) wire.AbortResult {
 		s.mu.Unlock()
 		return wire.AbortResult{RequestID: requestID, State: state}
 	}
-	running := s.running == r
-	s.mu.Unlock()
-	if running {
+	// Decided and done under one hold of the lock: a queued request ended here cannot have
+	// been started in between (its events would then follow its chat.error).
+	if s.running == r {
+		s.mu.Unlock()
 		r.cancel(errAborted)
 		return wire.AbortResult{RequestID: requestID, Aborted: true, State: wire.StateRunning}
 	}
-	s.end(r, wire.StateAborted, abortedMsg(r))
+	s.endLocked(r, wire.StateAborted, abortedMsg(r))
+	s.mu.Unlock()
 	return wire.AbortResult{RequestID: requestID, Aborted: true, State: wire.StateQueued}
 }
 
@@ -233,9 +240,8 @@ func abortedMsg(r *request) []byte {
 // (its consumer left).
 func (s *session) stop(r *request, cause error, notify bool) {
 	s.mu.Lock()
-	running := s.running == r
-	s.mu.Unlock()
-	if running {
+	defer s.mu.Unlock()
+	if s.running == r { // decided and done under one hold of the lock, as abort
 		r.cancel(cause)
 		return
 	}
@@ -243,7 +249,7 @@ func (s *session) stop(r *request, cause error, notify bool) {
 	if notify {
 		msg = causeMsg(r, cause)
 	}
-	s.end(r, wire.StateAborted, msg)
+	s.endLocked(r, wire.StateAborted, msg)
 }
 
 // status serves task.status.
