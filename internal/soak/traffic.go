@@ -60,7 +60,7 @@ func (c *caller) call(face string, i int, seq int64) Result {
 			tok = c.p.Victim
 		}
 		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{"minuend":%d,"subtrahend":%d}}`, seq, method, a, b)
-		c.jsonRPC(ctx, &r, rep.base()+"/rpc", tok, body, func(res json.RawMessage) string {
+		c.jsonRPC(ctx, &r, rep.base()+"/rpc", tok, body, nil, func(res json.RawMessage) string {
 			return want(res, strconv.Itoa(a-b))
 		})
 	case "batch":
@@ -168,9 +168,9 @@ func typedHTTP(r *Result, resp *http.Response, body []byte) {
 	}
 }
 
-// jsonRPC makes a single call and checks its result.
-func (c *caller) jsonRPC(ctx context.Context, r *Result, url, tok, body string, check func(json.RawMessage) string) {
-	resp := c.post(ctx, r, url, tok, body, nil) //nolint:bodyclose // closed by readAll or sseEvents
+// jsonRPC makes a single call (with the extra headers, if any) and checks its result.
+func (c *caller) jsonRPC(ctx context.Context, r *Result, url, tok, body string, headers map[string]string, check func(json.RawMessage) string) {
+	resp := c.post(ctx, r, url, tok, body, headers) //nolint:bodyclose // closed by readAll or sseEvents
 	if resp == nil {
 		return
 	}
@@ -334,24 +334,7 @@ func (c *caller) delegate(ctx context.Context, r *Result, rep *replica, seq int6
 func (c *caller) a2a(ctx context.Context, r *Result, rep *replica, seq int64, a, b int) {
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"SendMessage","params":{"message":{"messageId":"m%d-%d","role":"ROLE_USER",`+
 		`"parts":[{"data":{"minuend":%d,"subtrahend":%d}}],"metadata":{"skill":"subtract"}}}}`, seq, time.Now().UnixNano(), seq, a, b)
-	resp := c.post(ctx, r, rep.base()+"/a2a", c.p.A2A[int(seq)%len(c.p.A2A)], body, map[string]string{"A2A-Version": "1.0"}) //nolint:bodyclose // closed by readAll or sseEvents
-	if resp == nil {
-		return
-	}
-	raw := readAll(r, resp)
-	if r.Transport != nil {
-		return
-	}
-	if resp.StatusCode != http.StatusOK {
-		typedHTTP(r, resp, raw)
-		return
-	}
-	var rp rpcReply
-	if err := json.Unmarshal(raw, &rp); err != nil {
-		r.Wrong = "not a JSON-RPC response: " + clip(raw)
-		return
-	}
-	fromReply(r, rp, func(res json.RawMessage) string {
+	c.jsonRPC(ctx, r, rep.base()+"/a2a", c.p.A2A[int(seq)%len(c.p.A2A)], body, map[string]string{"A2A-Version": "1.0"}, func(res json.RawMessage) string {
 		s := string(res)
 		switch {
 		case strings.Contains(s, "TASK_STATE_COMPLETED"):
