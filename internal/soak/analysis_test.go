@@ -3,6 +3,7 @@ package soak
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -171,18 +172,18 @@ func TestSVG(t *testing.T) {
 	}
 }
 
-func TestCountRemotePort(t *testing.T) {
+func TestParseTCPTable(t *testing.T) {
 	table := `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
    0: 0100007F:A1B2 0100007F:18EB 01 00000000:00000000 00:00000000 00000000     0        0 111 1 0000000000000000 20 4 30 10 -1
    1: 0100007F:A1B3 0100007F:18EB 01 00000000:00000000 00:00000000 00000000     0        0 222 1 0000000000000000 20 4 30 10 -1
-   2: 0100007F:A1B4 0100007F:1F90 01 00000000:00000000 00:00000000 00000000     0        0 333 1 0000000000000000 20 4 30 10 -1
+   2: 0100007F:1F90 0100007F:A1B4 08 00000000:00000000 00:00000000 00000000     0        0 333 1 0000000000000000 20 4 30 10 -1
    3: 0100007F:A1B5 0100007F:18EB 01 00000000:00000000 00:00000000 00000000     0        0 444 1 0000000000000000 20 4 30 10 -1
 `
-	// 0x18EB = 6379; inode 444 is another process's socket
-	if n := countRemotePort(table, 6379, map[string]bool{"111": true, "222": true, "333": true}); n != 2 {
-		t.Fatalf("%d sockets to 6379, want 2", n)
-	}
-	if n := countRemotePort(table, 8080, map[string]bool{"333": true}); n != 1 {
-		t.Fatalf("%d sockets to 8080, want 1", n)
+	// 0x18EB = 6379, 0x1F90 = 8080, 0xA1B4 = 41396; state 08 is CLOSE_WAIT; inode 444 is
+	// another process's socket
+	got := parseTCPTable(table, map[string]bool{"111": true, "222": true, "333": true})
+	want := []tcpSocket{{0xA1B2, 6379, true}, {0xA1B3, 6379, true}, {8080, 41396, false}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %+v, want %+v", got, want)
 	}
 }

@@ -9,10 +9,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -27,6 +29,16 @@ type replica struct {
 }
 
 func (r *replica) base() string { return "http://" + r.boundary }
+
+// listens reports whether port is one of the replica's listeners'.
+func (r *replica) listens(port int) bool {
+	for _, a := range []string{r.boundary, r.admin, r.internal} {
+		if _, p, err := net.SplitHostPort(a); err == nil && p == strconv.Itoa(port) {
+			return true
+		}
+	}
+	return false
+}
 
 // Platform is every process of the run.
 type Platform struct {

@@ -169,12 +169,18 @@ func openFiles(pid int) (float64, error) {
 	return float64(len(es)), nil
 }
 
-// socketsTo counts pid's TCP sockets whose remote port is port (/proc/<pid>/fd links
-// "socket:[inode]" matched against /proc/<pid>/net/tcp and tcp6).
-func socketsTo(pid, port int) (float64, error) {
+// tcpSocket is one row of a /proc/<pid>/net/tcp table.
+type tcpSocket struct {
+	local, remote int // ports
+	established   bool
+}
+
+// sockets returns pid's own TCP sockets (/proc/<pid>/fd links "socket:[inode]" matched
+// against /proc/<pid>/net/tcp and tcp6, which list the whole network namespace's).
+func sockets(pid int) ([]tcpSocket, error) {
 	es, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	inodes := make(map[string]bool, len(es))
 	for _, e := range es {
@@ -183,32 +189,35 @@ func socketsTo(pid, port int) (float64, error) {
 			inodes[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] = true
 		}
 	}
-	n := 0
+	var out []tcpSocket
 	for _, table := range []string{"tcp", "tcp6"} {
 		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, table))
 		if err != nil {
 			continue
 		}
-		n += countRemotePort(string(raw), port, inodes)
+		out = append(out, parseTCPTable(string(raw), inodes)...)
 	}
-	return float64(n), nil
+	return out, nil
 }
 
-// countRemotePort counts the rows of a /proc/net/tcp table whose remote port is port and
-// whose inode is one of inodes.
-func countRemotePort(table string, port int, inodes map[string]bool) int {
-	n := 0
+// parseTCPTable reads the rows of a /proc/net/tcp table whose inode is one of inodes.
+func parseTCPTable(table string, inodes map[string]bool) []tcpSocket {
+	var out []tcpSocket
 	for _, line := range strings.Split(table, "\n")[1:] {
 		fs := strings.Fields(line)
-		if len(fs) < 10 {
+		if len(fs) < 10 || !inodes[fs[9]] {
 			continue
 		}
-		_, hexPort, ok := strings.Cut(fs[2], ":") // rem_address: hex IP:hex port
-		if p, err := strconv.ParseUint(hexPort, 16, 16); ok && err == nil && int(p) == port && inodes[fs[9]] {
-			n++
+		_, lp, ok1 := strings.Cut(fs[1], ":") // local_address: hex IP:hex port
+		_, rp, ok2 := strings.Cut(fs[2], ":") // rem_address
+		l, err1 := strconv.ParseUint(lp, 16, 16)
+		r, err2 := strconv.ParseUint(rp, 16, 16)
+		if !ok1 || !ok2 || err1 != nil || err2 != nil {
+			continue
 		}
+		out = append(out, tcpSocket{local: int(l), remote: int(r), established: fs[3] == "01"})
 	}
-	return n
+	return out
 }
 
 // freeAddr is a 127.0.0.1 port free now; it is kept for the whole run (restarts reuse it).

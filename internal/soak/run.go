@@ -237,18 +237,36 @@ func (p *Platform) sample(rep *Report, mu *sync.Mutex) {
 		if v, err := rssKB(pid); err == nil {
 			add(kindRSS, i, v)
 		}
-		if v, err := openFiles(pid); err == nil {
-			// the state store's pooled connections apart: bounded by its pool size, they
-			// stay at their high-water mark for go-redis's idle time (30 min), which a
-			// burst of calls retried after a Redis restart raises
-			if r, err := socketsTo(pid, p.redisPort()); err == nil {
-				add(kindRedisConns, i, r)
-				v -= r
+		// Established sockets counted apart, each against a bound rather than for flatness:
+		// the state store's pooled connections (they stay at their high-water mark for
+		// go-redis's idle time, 30 min, which a burst of calls retried after a Redis restart
+		// raises) and the clients' connections to the replica's listeners (as many as the
+		// load's in-flight calls have needed lately: its pool opens and closes them). A socket
+		// whose peer went away and which the replica has not closed is not established and so
+		// stays in open_files: one left open is a leak there.
+		clients := -1.0
+		if socks, err := sockets(pid); err == nil {
+			var redis, served float64
+			for _, s := range socks {
+				switch {
+				case !s.established: // closing (a peer that went away): a leak if it stays
+				case s.remote == p.redisPort():
+					redis++
+				case r.listens(s.local):
+					served++
+				}
 			}
-			add("open_files", i, v)
+			add(kindRedisConns, i, redis)
+			add(kindClientConns, i, served)
+			if v, err := openFiles(pid); err == nil {
+				add("open_files", i, v-redis-served)
+			}
+			clients = served
 		}
-		if v, err := goroutines(r.admin); err == nil {
-			add("goroutines", i, v)
+		// net/http serves each connection on a goroutine of its own, so the goroutines are
+		// judged less one per client connection.
+		if v, err := goroutines(r.admin); err == nil && clients >= 0 {
+			add("goroutines", i, v-clients)
 		}
 	}
 	if v, err := redisUsedMemory(p.Redis); err == nil {
@@ -442,15 +460,21 @@ const kindRSS = "rss_kb"
 var seriesKinds = []string{kindRSS, "open_files", "goroutines"}
 
 // kindRedisConns is the series of a replica's connections to Redis, judged against the
-// pool size rather than for flatness; "open_files" counts the other descriptors.
-const kindRedisConns = "redis_conns"
+// pool size rather than for flatness; kindClientConns its clients' established connections
+// to its listeners, reported. "open_files" counts the other descriptors, "goroutines" the
+// goroutines less one per client connection.
+const (
+	kindRedisConns  = "redis_conns"
+	kindClientConns = "client_conns"
+)
 
 // redisPoolSize is state.redis.pool_size in the soak's configuration; redisSubscriptions
-// the bus subscriptions a replica holds, each on a connection of its own outside the pool
-// (the key ring's and the revocation list's channels). redisConnBound is their sum.
+// the bus subscriptions a replica holds at most, each on a connection of its own outside
+// the pool (the key ring's and the revocation list's channels, and the MCP face's own once
+// it relays a request another replica may answer). redisConnBound is their sum.
 const (
 	redisPoolSize      = 16
-	redisSubscriptions = 2
+	redisSubscriptions = 3
 	redisConnBound     = redisPoolSize + redisSubscriptions
 )
 
@@ -487,7 +511,7 @@ func (rep *Report) write() error {
 	}
 	plots := map[string]string{
 		"soak-rss.svg":        SVG("RSS per replica over the soak (MiB)", "MiB", rep.Start, rep.series(kindRSS, 1.0/1024), marks),
-		"soak-goroutines.svg": SVG("Goroutines per replica over the soak", "goroutines", rep.Start, rep.series("goroutines", 1), marks),
+		"soak-goroutines.svg": SVG("Goroutines per replica over the soak, less one per client connection", "goroutines", rep.Start, rep.series("goroutines", 1), marks),
 	}
 	for name, svg := range plots {
 		if err := os.WriteFile(filepath.Join(rep.options.Dir, name), []byte(svg), 0o600); err != nil {
@@ -640,19 +664,26 @@ func (rep *Report) Text() string {
 		fmt.Fprintf(&b, "\n")
 	}
 	fmt.Fprintf(&b, "| Redis used_memory | %s | | |\n", Flat(Outside(rep.Redis, windows), rep.WarmEnd, o.Tolerance, 0).describe())
-	fmt.Fprintf(&b, "| %s (at most %d: the pool and %d subscriptions; not judged for flatness) |", kindRedisConns, redisConnBound, redisSubscriptions)
-	for i := range Replicas {
-		most := 0.0
-		for _, smp := range rep.Series[kindRedisConns][i] {
-			most = max(most, smp.Value)
+	for _, row := range []struct{ kind, what string }{
+		{kindRedisConns, fmt.Sprintf("at most %d: the pool and %d subscriptions", redisConnBound, redisSubscriptions)},
+		{kindClientConns, "as many as the load's in-flight calls needed lately"},
+	} {
+		fmt.Fprintf(&b, "| %s (%s; not judged for flatness) |", row.kind, row.what)
+		for i := range Replicas {
+			most, when := 0.0, time.Time{}
+			for _, smp := range rep.Series[row.kind][i] {
+				if smp.Value > most {
+					most, when = smp.Value, smp.At
+				}
+			}
+			fmt.Fprintf(&b, " at most %.0f (+%v) |", most, when.Sub(rep.Start).Round(time.Second))
 		}
-		fmt.Fprintf(&b, " at most %.0f |", most)
+		fmt.Fprintf(&b, "\n")
 	}
-	fmt.Fprintf(&b, "\n")
 
 	fmt.Fprintf(&b, "\n## Samples\n\n| t | ")
 	for i := range Replicas {
-		fmt.Fprintf(&b, "r%d RSS MiB | r%d fds (not Redis) | r%d goroutines | ", i, i, i)
+		fmt.Fprintf(&b, "r%d RSS MiB | r%d fds (not sockets) | r%d goroutines (less clients) | ", i, i, i)
 	}
 	fmt.Fprintf(&b, "Redis MiB |\n|---|")
 	for range Replicas*3 + 1 {
