@@ -119,6 +119,23 @@ type ServerConfig struct {
 	// Readiness is when /readyz says this replica can serve (ReadinessAny, the default, or
 	// ReadinessAll); draining, starting or an unreachable state store is never ready.
 	Readiness string `yaml:"readiness" json:"readiness,omitempty"`
+	// GCHeapFloorMiB is the garbage collector's heap floor in MiB (internal/gcfloor; absent:
+	// DefaultGCHeapFloorMiB, 0: off), read at start; GOGC in the environment wins.
+	GCHeapFloorMiB *int `yaml:"gc_heap_floor_mib" json:"gc_heap_floor_mib,omitempty"`
+}
+
+// DefaultGCHeapFloorMiB is server.gc_heap_floor_mib's default; MaxGCHeapFloorMiB its largest.
+const (
+	DefaultGCHeapFloorMiB = 64
+	MaxGCHeapFloorMiB     = 1 << 20
+)
+
+// GCHeapFloor is server.gc_heap_floor_mib in bytes.
+func (c *Config) GCHeapFloor() uint64 {
+	if c.Server.GCHeapFloorMiB == nil {
+		return DefaultGCHeapFloorMiB << 20
+	}
+	return uint64(max(*c.Server.GCHeapFloorMiB, 0)) << 20
 }
 
 // ReloadConfig is the server.reload section.
@@ -290,6 +307,9 @@ func (c *Config) validate(doc *loader.Document) (compiled, loader.ErrorList) {
 	}
 	if c.Server.DemoGRPC != nil {
 		addrs["server.demo_grpc.addr"] = c.Server.DemoGRPC.Addr
+	}
+	if f := c.Server.GCHeapFloorMiB; f != nil && (*f < 0 || *f > MaxGCHeapFloorMiB) {
+		bad("server.gc_heap_floor_mib", "must be 0 (off) … %d", MaxGCHeapFloorMiB)
 	}
 	if r := c.Server.Readiness; r != ReadinessAny && r != ReadinessAll {
 		bad("server.readiness", "must be %q or %q", ReadinessAny, ReadinessAll)

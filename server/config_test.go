@@ -177,6 +177,8 @@ func TestConfigErrors(t *testing.T) {
 		{"negative tools_changed_delay", "mcp_face: {tools_changed_delay: -1s}\n", []string{"test.yaml:1:", "tools_changed_delay"}},
 		{"negative forwarded_progress_buffer", "server: {internal: {addr: \"127.0.0.1:0\"}}\nagents: {forwarded_progress_buffer: -1}\n",
 			[]string{"forwarded_progress_buffer"}},
+		{"negative gc_heap_floor_mib", "server: {gc_heap_floor_mib: -1}\n", []string{"test.yaml:1:", "gc_heap_floor_mib"}},
+		{"gc_heap_floor_mib past its bound", "server: {gc_heap_floor_mib: 1048577}\n", []string{"test.yaml:1:", "gc_heap_floor_mib"}},
 		{"undefined env var", "server: {boundary: {addr: \"${GH_NOPE}\"}}\n", []string{"test.yaml:1:", "GH_NOPE"}},
 	}
 	for _, tt := range tests {
@@ -198,6 +200,27 @@ func TestConfigErrors(t *testing.T) {
 	cfg, err := Parse("test.yaml", []byte("server: {boundary: {addr: \"${GH_ADDR}\"}}\n"))
 	if err != nil || cfg.Server.Boundary.Addr != "127.0.0.1:18080" {
 		t.Fatalf("env interpolation: %v %+v", err, cfg)
+	}
+}
+
+// TestGCHeapFloor: server.gc_heap_floor_mib's default, its edges and 0 (off).
+func TestGCHeapFloor(t *testing.T) {
+	for _, c := range []struct {
+		yaml string
+		want uint64
+	}{
+		{"{}\n", DefaultGCHeapFloorMiB << 20},
+		{"server: {gc_heap_floor_mib: 0}\n", 0},
+		{"server: {gc_heap_floor_mib: 1}\n", 1 << 20},
+		{"server: {gc_heap_floor_mib: 1048576}\n", MaxGCHeapFloorMiB << 20},
+	} {
+		cfg, err := Parse("test.yaml", []byte(c.yaml))
+		if err != nil {
+			t.Fatalf("%q: %v", c.yaml, err)
+		}
+		if got := cfg.GCHeapFloor(); got != c.want {
+			t.Errorf("%q: GCHeapFloor() = %d, want %d", c.yaml, got, c.want)
+		}
 	}
 }
 

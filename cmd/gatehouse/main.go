@@ -30,6 +30,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/cmd/gatehouse/internal/hangup"
 	"github.com/gatehouse-dev/gatehouse/demo"
+	"github.com/gatehouse-dev/gatehouse/internal/gcfloor"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/server"
 )
@@ -181,6 +182,9 @@ func serve(args []string, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
+	}
+	if t := gcfloor.Start(cfg.GCHeapFloor()); t != nil {
+		defer t.Stop()
 	}
 	srv, err := server.New(cfg, server.Options{Logger: logger, LogLevel: level, Overrides: overrides})
 	if err != nil {
