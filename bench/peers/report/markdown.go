@@ -59,6 +59,9 @@ const reproduce = "## How to reproduce\n\n" +
 	"benchmark's `benchecho.v1.EchoService`, one process), the MCP upstream (an mcp-go streamable-HTTP server " +
 	"with one tool, `echo {text}`), Gatehouse (anonymous callers, metrics on, no tracing, JSON-RPC at `/rpc`, " +
 	"MCP at `/mcp` bridging the upstream), grpc-gateway (every method unbound: `POST /<service>/<method>`), " +
+	"the floor (`peers floor`, small rows only: net/http serving the small call's exact body to grpc-go's generated " +
+	"client, no JSON parsing, no deadline, no metadata of its own, the answer written with `strconv`; not a gateway " +
+	"but the least a front made of net/http and grpc-go spends per call, so what a front spends above it is its own), " +
 	"ToolHive vMCP (static backend: the same upstream, anonymous, unauthenticated outgoing), and the load " +
 	"generator (`peers` itself). HTTP/1.1 with keep-alive from the load generator; direct gRPC is one " +
 	"HTTP/2 connection, as grpc-go's clients use by default.\n\n"
@@ -69,7 +72,7 @@ const meaning = "## What each figure means\n\n" +
 	"(gRPC for JSON→gRPC rows, the MCP upstream over streamable HTTP for MCP rows) in the same run and mode: " +
 	"1.0 would be a free front.\n" +
 	"- **CPU per call** of a process: its user+system CPU time over the round (`/proc/<pid>/stat` utime+stime, " +
-	"10 ms ticks) divided by the calls it completed. *front* is Gatehouse, grpc-gateway or vMCP; *backend* " +
+	"10 ms ticks) divided by the calls it completed. *front* is Gatehouse, grpc-gateway, the floor or vMCP; *backend* " +
 	"the gRPC server or the MCP upstream; *load gen* the client. Pinned, the servers share CPU 0, so a front " +
 	"that spends more CPU per call leaves less of that core to the backend: that is what the ratio measures.\n" +
 	"- **open loop**: calls start at a fixed rate whatever the answers are doing (20% and 50% of direct gRPC's " +

@@ -5,6 +5,7 @@
 //	peers render [flags]  write the page again from a run's raw results (-json)
 //	peers backend         the gRPC backend: demo calculator + echo service
 //	peers grpcgw          grpc-gateway in front of the backend
+//	peers floor           net/http + grpc-go doing the least per small call (the fronts' floor)
 //	peers mcpup           the MCP upstream (streamable HTTP)
 package main
 
@@ -15,7 +16,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: peers run|render|backend|grpcgw|mcpup [flags]")
+		fmt.Fprintln(os.Stderr, "usage: peers run|render|backend|grpcgw|floor|mcpup [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -28,6 +29,8 @@ func main() {
 		err = runBackend(os.Args[2:])
 	case "grpcgw":
 		err = runGRPCGateway(os.Args[2:])
+	case "floor":
+		err = runFloor(os.Args[2:])
 	case "mcpup":
 		err = runMCPUpstream(os.Args[2:])
 	default:

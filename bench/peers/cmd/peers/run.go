@@ -302,11 +302,15 @@ const (
 	frontGatehouse  = "Gatehouse"
 	frontGatehouseB = "Gatehouse B"
 	frontGW         = "grpc-gateway"
+	frontFloor      = "floor: net/http + grpc-go"
 	frontVMCP       = "ToolHive vMCP"
 	bodySmall       = "small"
 	body4K          = "4 KB"
 	body100         = "100 B"
 )
+
+// smallRequest is the small call's JSON-RPC request (Gatehouse and the floor).
+const smallRequest = `{"jsonrpc":"2.0","method":"calc.subtract","params":[42,23],"id":1}`
 
 // flagAddr is the listen address flag of the benchmark's own servers.
 const flagAddr = "-addr"
@@ -334,13 +338,14 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 	if err != nil {
 		return m, nil, err
 	}
-	addrs, err := freeAddrs(11)
+	addrs, err := freeAddrs(13)
 	if err != nil {
 		return m, nil, err
 	}
 	ghBAddr, ghBAdmin := addrs[8], addrs[9]
 	backendAddr, upAddr, ghAddr, ghAdmin, gwAddr, vmcpAddr, gwPprof := addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], addrs[5], addrs[6]
 	backendPprof, upPprof := addrs[7], addrs[10]
+	floorAddr, floorPprof := addrs[11], addrs[12]
 	backendArgs := []string{"backend", flagAddr, backendAddr}
 	upArgs := []string{"mcpup", flagAddr, upAddr}
 	if o.profile != "" {
@@ -406,6 +411,14 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 	if err != nil {
 		return m, nil, err
 	}
+	floorArgs := []string{"floor", flagAddr, floorAddr, "-backend", backendAddr, "-body", smallRequest}
+	if o.profile != "" {
+		floorArgs = append(floorArgs, "-pprof", floorPprof)
+	}
+	floor, err := start("floor", dialCheck(floorAddr), self, floorArgs...)
+	if err != nil {
+		return m, nil, err
+	}
 	var notes []string
 	var vmcp *proc
 	if o.vmcp != "" {
@@ -443,7 +456,7 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 		t := &httpTarget{client: httpClient, url: url, body: []byte(body)}
 		return t, t.prime(ctx, check)
 	}
-	pprofOf := map[*proc]string{gh: "http://" + ghAdmin, gw: "http://" + gwPprof}
+	pprofOf := map[*proc]string{gh: "http://" + ghAdmin, gw: "http://" + gwPprof, floor: "http://" + floorPprof}
 	if ghB != nil {
 		pprofOf[ghB] = "http://" + ghBAdmin
 	}
@@ -454,7 +467,11 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 	if upPprof != "" {
 		bpprofOf[upstream] = "http://" + upPprof
 	}
-	ghSmall, err := mk("http://"+ghAddr+"/rpc", `{"jsonrpc":"2.0","method":"calc.subtract","params":[42,23],"id":1}`, checkSubtract(true))
+	ghSmall, err := mk("http://"+ghAddr+"/rpc", smallRequest, checkSubtract(true))
+	if err != nil {
+		return m, nil, err
+	}
+	floorSmall, err := mk("http://"+floorAddr+"/", smallRequest, checkSubtract(true))
 	if err != nil {
 		return m, nil, err
 	}
@@ -495,6 +512,7 @@ func runMode(o options, mode string) (report.Mode, []string, error) {
 					add(report.KindClosed, frontGatehouseB, body, n, ghBSmall.call, ghB, backend)
 				}
 				add(report.KindClosed, frontGW, body, n, gwSmall.call, gw, backend)
+				add(report.KindClosed, frontFloor, body, n, floorSmall.call, floor, backend)
 			} else {
 				add(report.KindClosed, report.Direct, body, n, g.echoCall, nil, backend)
 				add(report.KindClosed, frontGatehouse, body, n, ghEcho.call, gh, backend)

@@ -1,15 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -22,6 +25,7 @@ import (
 	benchechov1 "github.com/gatehouse-dev/gatehouse/bench/peers/gen/benchecho/v1"
 	calculatorgw "github.com/gatehouse-dev/gatehouse/bench/peers/gen/calculatorgw/calculator/v1"
 	"github.com/gatehouse-dev/gatehouse/demo"
+	calculatorv1 "github.com/gatehouse-dev/gatehouse/schemas/gen/calculator/v1"
 )
 
 // echoServer implements benchecho.v1.EchoService.
@@ -81,6 +85,48 @@ func runGRPCGateway(args []string) error {
 		return err
 	}
 	return serveHTTP(ctx, *addr, mux)
+}
+
+// runFloor serves the least a JSON-RPC→gRPC front made of net/http and grpc-go can do per
+// small call, as the floor the fronts are measured against: net/http serves the request, the
+// handler reads the body and compares it with the one call it answers (no JSON parsing), makes
+// the Subtract RPC with the generated client (one HTTP/2 connection, no deadline, no metadata
+// of its own) and writes the JSON-RPC answer with strconv. It is not a gateway: anything a
+// front must add to this (decoding, policy, deadlines, metrics) is the front's own cost.
+func runFloor(args []string) error {
+	fs := flag.NewFlagSet("floor", flag.ExitOnError)
+	addr := fs.String("addr", "127.0.0.1:0", "listen address")
+	backend := fs.String("backend", "", "gRPC backend address")
+	body := fs.String("body", "", "the one request body answered")
+	pprofAddr := fs.String("pprof", "", "serve net/http/pprof's /debug/pprof/ on this address (empty: off)")
+	_ = fs.Parse(args)
+	ctx, stop := signalContext()
+	defer stop()
+	servePprof(ctx, *pprofAddr)
+	conn, err := grpc.NewClient(*backend, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close() }()
+	calc := calculatorv1.NewCalculatorServiceClient(conn)
+	want := []byte(*body)
+	req := &calculatorv1.SubtractRequest{Minuend: 42, Subtrahend: 23}
+	return serveHTTP(ctx, *addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil || !bytes.Equal(b, want) {
+			http.Error(w, "not the request this floor answers", http.StatusBadRequest)
+			return
+		}
+		resp, err := calc.Subtract(r.Context(), req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		out := strconv.AppendFloat([]byte(`{"jsonrpc":"2.0","result":`), resp.GetResult(), 'g', -1, 64)
+		out = append(out, `,"id":1}`...)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(out)
+	}))
 }
 
 // runMCPUpstream serves an MCP server with one tool, echo {text}, over streamable HTTP at /mcp
