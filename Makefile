@@ -45,7 +45,7 @@ run: build ## build and serve configs/gatehouse.yaml (boundary 127.0.0.1:8080, a
 	./$(BIN) serve --config configs/gatehouse.yaml --pprof --console
 
 .PHONY: test
-test: ## install test peers, vet, lint, check the Helm chart, the whole suite with -race, and a bounded fuzz pass (FUZZTIME per target)
+test: ## install test peers, vet, lint, check the Helm chart, the whole suite with -race, the gate, a TEST_SOAK soak and a bounded fuzz pass (FUZZTIME per target)
 	$(MAKE) --no-print-directory mcp-servers conformance-tools mcpmatrix-tools a2a-client-tools clients-tools console-tools observability-tools redis-tools blob-tools helm
 	$(GO) mod verify
 	$(GO) vet ./...
@@ -58,6 +58,7 @@ test: ## install test peers, vet, lint, check the Helm chart, the whole suite wi
 	@# bench/peers is its own module: keep it building (and its go.sum in step) with the product
 	cd bench/peers && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory gate
+	$(MAKE) --no-print-directory soak DURATION=$(TEST_SOAK)
 	$(MAKE) --no-print-directory fuzz
 
 .PHONY: lint

@@ -7,6 +7,8 @@
 
 DURATION  ?= 3m
 SOAK_LOAD ?= 0.7
+# TEST_SOAK is the soak's length in make test.
+TEST_SOAK ?= 5m
 
 .PHONY: soak
 soak: build redis-tools ## soak DURATION (default 3m) at 70% of capacity with the chaos schedule; SOAK_DOCS=1 writes the plots
