@@ -119,7 +119,7 @@ type ServerConfig struct {
 	// Readiness is when /readyz says this replica can serve (ReadinessAny, the default, or
 	// ReadinessAll); draining, starting or an unreachable state store is never ready.
 	Readiness string `yaml:"readiness" json:"readiness,omitempty"`
-	// GCHeapFloorMiB is the garbage collector's heap floor in MiB (internal/gcfloor; absent:
+	// GCHeapFloorMiB is the garbage collector's heap floor in MiB (cmd/gatehouse/internal/gcfloor; absent:
 	// DefaultGCHeapFloorMiB, 0: off), read at start; GOGC in the environment wins.
 	GCHeapFloorMiB *int `yaml:"gc_heap_floor_mib" json:"gc_heap_floor_mib,omitempty"`
 }

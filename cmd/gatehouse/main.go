@@ -28,9 +28,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/cmd/gatehouse/internal/gcfloor"
 	"github.com/gatehouse-dev/gatehouse/cmd/gatehouse/internal/hangup"
 	"github.com/gatehouse-dev/gatehouse/demo"
-	"github.com/gatehouse-dev/gatehouse/internal/gcfloor"
 	"github.com/gatehouse-dev/gatehouse/observability"
 	"github.com/gatehouse-dev/gatehouse/server"
 )
